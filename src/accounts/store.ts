@@ -1,0 +1,155 @@
+import type { ClockState } from '../clock/clock.js';
+import type { Db } from '../db/database.js';
+import { hashKey } from './keys.js';
+import type { Plan, Scope } from './scopes.js';
+
+export interface Account {
+  id: string;
+  name: string;
+  plan: Plan;
+  createdAt: number;
+  clock: ClockState;
+}
+
+export interface ApiKeyRecord {
+  id: string;
+  accountId: string;
+  name: string;
+  last4: string;
+  scopes: Scope[];
+  createdAt: number;
+  lastUsedAt: number | null;
+  revokedAt: number | null;
+}
+
+interface AccountRow {
+  id: string;
+  name: string;
+  plan: Plan;
+  created_at: number;
+  clock_anchor_real: number;
+  clock_anchor_virtual: number;
+  clock_speed: number;
+  clock_frozen: number;
+}
+
+interface KeyRow {
+  id: string;
+  account_id: string;
+  name: string;
+  last4: string;
+  scopes: string;
+  created_at: number;
+  last_used_at: number | null;
+  revoked_at: number | null;
+}
+
+/** The key's columns as the authentication query names them beside the account's. */
+type KeyColumns = { [K in keyof Omit<KeyRow, 'account_id'> as `key_${K}`]: KeyRow[K] };
+
+const toAccount = (row: AccountRow): Account => ({
+  id: row.id,
+  name: row.name,
+  plan: row.plan,
+  createdAt: row.created_at,
+  clock: {
+    anchorReal: row.clock_anchor_real,
+    anchorVirtual: row.clock_anchor_virtual,
+    speed: row.clock_speed,
+    frozen: row.clock_frozen === 1,
+  },
+});
+
+const toKey = (row: KeyRow): ApiKeyRecord => ({
+  id: row.id,
+  accountId: row.account_id,
+  name: row.name,
+  last4: row.last4,
+  scopes: JSON.parse(row.scopes) as Scope[],
+  createdAt: row.created_at,
+  lastUsedAt: row.last_used_at,
+  revokedAt: row.revoked_at,
+});
+
+/** SQL for accounts and their keys. Statements are prepared once per database. */
+export class AccountStore {
+  private readonly insertAccount;
+  private readonly insertKey;
+  private readonly selectAccount;
+  private readonly selectByKeyHash;
+  private readonly updateClockStatement;
+
+  constructor(db: Db) {
+    this.insertAccount = db.prepare(
+      `INSERT INTO accounts (id, name, plan, created_at, clock_anchor_real, clock_anchor_virtual, clock_speed, clock_frozen)
+       VALUES (@id, @name, @plan, @createdAt, @anchorReal, @anchorVirtual, @speed, @frozen)
+       ON CONFLICT (id) DO NOTHING`,
+    );
+    this.insertKey = db.prepare(
+      `INSERT INTO api_keys (id, account_id, name, key_hash, last4, scopes, created_at)
+       VALUES (@id, @accountId, @name, @keyHash, @last4, @scopes, @createdAt)
+       ON CONFLICT DO NOTHING`,
+    );
+    this.selectAccount = db.prepare<[string], AccountRow>('SELECT * FROM accounts WHERE id = ?');
+    this.selectByKeyHash = db.prepare<[string], AccountRow & KeyColumns>(
+      `SELECT a.*, k.id AS key_id, k.name AS key_name, k.last4 AS key_last4, k.scopes AS key_scopes,
+         k.created_at AS key_created_at, k.last_used_at AS key_last_used_at, k.revoked_at AS key_revoked_at
+       FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.key_hash = ?`,
+    );
+    this.updateClockStatement = db.prepare(
+      `UPDATE accounts SET clock_anchor_real = @anchorReal, clock_anchor_virtual = @anchorVirtual,
+         clock_speed = @speed, clock_frozen = @frozen WHERE id = @id`,
+    );
+  }
+
+  /** Inserts the account unless one with this id exists (so seeding is idempotent). */
+  insert(account: Account): void {
+    this.insertAccount.run({
+      id: account.id,
+      name: account.name,
+      plan: account.plan,
+      createdAt: account.createdAt,
+      ...account.clock,
+      frozen: account.clock.frozen ? 1 : 0,
+    });
+  }
+
+  /** Stores a key by its hash; the value itself is never written. */
+  insertApiKey(key: Omit<ApiKeyRecord, 'last4' | 'lastUsedAt' | 'revokedAt'>, value: string): void {
+    this.insertKey.run({
+      id: key.id,
+      accountId: key.accountId,
+      name: key.name,
+      keyHash: hashKey(value),
+      last4: value.slice(-4),
+      scopes: JSON.stringify(key.scopes),
+      createdAt: key.createdAt,
+    });
+  }
+
+  find(id: string): Account | undefined {
+    const row = this.selectAccount.get(id);
+    return row && toAccount(row);
+  }
+
+  /** The key with this value and its account, revoked or not; undefined when no such key exists. */
+  findByKey(value: string): { account: Account; key: ApiKeyRecord } | undefined {
+    const row = this.selectByKeyHash.get(hashKey(value));
+    if (!row) return undefined;
+    const key = toKey({
+      id: row.key_id,
+      account_id: row.id,
+      name: row.key_name,
+      last4: row.key_last4,
+      scopes: row.key_scopes,
+      created_at: row.key_created_at,
+      last_used_at: row.key_last_used_at,
+      revoked_at: row.key_revoked_at,
+    });
+    return { account: toAccount(row), key };
+  }
+
+  saveClock(accountId: string, clock: ClockState): void {
+    this.updateClockStatement.run({ id: accountId, ...clock, frozen: clock.frozen ? 1 : 0 });
+  }
+}

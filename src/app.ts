@@ -1,0 +1,75 @@
+import { OpenAPIHono } from '@hono/zod-openapi';
+import { Scalar } from '@scalar/hono-api-reference';
+import type { MiddlewareHandler } from 'hono';
+import type { Logger } from 'pino';
+import { authenticate } from './http/auth.js';
+import { limitBodySize, requireJsonObjectBody } from './http/body.js';
+import type { AppEnv } from './http/context.js';
+import { errorHandler, routeNotFound } from './http/error-handler.js';
+import { rateRoutes } from './rates/routes.js';
+import { sandboxRoutes } from './sandbox/routes.js';
+import { shipmentRoutes } from './shipments/routes.js';
+import type { State } from './state.js';
+
+export interface AppDeps {
+  state: State;
+  logger: Logger;
+  /** The real wall clock; tests may replace it. Account clocks are derived from it. */
+  realNow?: () => number;
+}
+
+export const API_VERSION_PREFIX = '/v1';
+
+/** The one place where middleware and routers are wired together. */
+export function createApp({ state, logger, realNow = Date.now }: AppDeps) {
+  const app = new OpenAPIHono<AppEnv>();
+  app.onError(errorHandler(logger));
+  app.notFound(routeNotFound);
+  app.use('*', logRequests(logger));
+
+  app.get('/healthz', (c) => c.json({ status: 'ok' }));
+
+  const auth = authenticate(state.accounts, realNow);
+  app.use('/v1/*', limitBodySize, auth, requireJsonObjectBody);
+  app.use('/_sandbox/*', limitBodySize, (c, next) =>
+    c.req.method === 'POST' && c.req.path === '/_sandbox/accounts' ? next() : auth(c, next),
+  );
+  app.use('/_sandbox/*', requireJsonObjectBody);
+
+  app.route(API_VERSION_PREFIX, shipmentRoutes(state));
+  app.route(API_VERSION_PREFIX, rateRoutes(state));
+  app.route('/_sandbox', sandboxRoutes(state, realNow));
+
+  app.openAPIRegistry.registerComponent('securitySchemes', 'bearerAuth', {
+    type: 'http',
+    scheme: 'bearer',
+    description: 'A test key: `Authorization: Bearer svc_test_…`',
+  });
+  app.doc31('/openapi.json', (c) => ({
+    openapi: '3.1.0',
+    info: {
+      title: 'Shipping Sandbox',
+      version: '1.0.0',
+      description:
+        'A high-fidelity sandbox of the shipping API. `/v1` is the API of the specification; `/_sandbox` holds the ' +
+        "sandbox's own controls (accounts, clock, events).",
+    },
+    servers: [{ url: new URL(c.req.url).origin }],
+  }));
+  app.get('/docs', Scalar({ url: '/openapi.json', pageTitle: 'Shipping Sandbox API' }));
+
+  return app;
+}
+
+export type App = ReturnType<typeof createApp>;
+
+function logRequests(logger: Logger): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const started = performance.now();
+    await next();
+    if (logger.isLevelEnabled('debug')) {
+      const ms = Math.round((performance.now() - started) * 10) / 10;
+      logger.debug({ method: c.req.method, path: c.req.path, status: c.res.status, ms }, 'request');
+    }
+  };
+}

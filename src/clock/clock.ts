@@ -1,0 +1,68 @@
+import ms from 'ms';
+import { invalidField, invalidParameter } from '../http/errors.js';
+
+/**
+ * An account's virtual clock. It is stored as an anchor pair (a real instant and the virtual
+ * instant it maps to) plus a speed, so reading it costs one multiplication and it survives restarts:
+ * virtual now = anchorVirtual + (real now - anchorReal) * speed, or anchorVirtual when frozen.
+ * All values are milliseconds since the Unix epoch.
+ */
+export interface ClockState {
+  anchorReal: number;
+  anchorVirtual: number;
+  speed: number;
+  frozen: boolean;
+}
+
+export const MAX_CLOCK_SPEED = 1_000_000;
+
+export function startClock(realNow: number, speed: number): ClockState {
+  return { anchorReal: realNow, anchorVirtual: realNow, speed, frozen: false };
+}
+
+export function clockNow(clock: ClockState, realNow: number): number {
+  if (clock.frozen) return clock.anchorVirtual;
+  return Math.floor(clock.anchorVirtual + (realNow - clock.anchorReal) * clock.speed);
+}
+
+/** The same clock re-anchored at `realNow`, so a later change of speed does not rewrite the past. */
+function reanchor(clock: ClockState, realNow: number, virtualNow = clockNow(clock, realNow)): ClockState {
+  return { ...clock, anchorReal: realNow, anchorVirtual: virtualNow };
+}
+
+export function configureClock(
+  clock: ClockState,
+  change: { speed?: number | undefined; frozen?: boolean | undefined },
+  realNow: number,
+): ClockState {
+  const next = reanchor(clock, realNow);
+  return { ...next, speed: change.speed ?? next.speed, frozen: change.frozen ?? next.frozen };
+}
+
+/** Moves the clock to `target`; the caller has already checked that it is not in the past. */
+export function moveClockTo(clock: ClockState, target: number, realNow: number): ClockState {
+  return reanchor(clock, realNow, target);
+}
+
+/**
+ * Parses the contract's durations: a number of seconds, or a string such as "90s", "5m", "2h",
+ * "3d" (anything the `ms` package reads, so "1.5h" and "2 days" work too). Returns milliseconds.
+ */
+export function parseDuration(value: unknown, field: string): number {
+  let millis: number | undefined;
+  if (typeof value === 'number') millis = value * 1000;
+  else if (typeof value === 'string' && value.trim() !== '') {
+    const text = value.trim();
+    // `ms` reads a bare number as milliseconds; the contract's bare numbers are seconds.
+    millis = /^\d+(\.\d+)?$/.test(text) ? Number(text) * 1000 : ms(text as ms.StringValue);
+  }
+  if (millis === undefined || !Number.isFinite(millis)) {
+    throw invalidField(
+      field,
+      `'${field}' must be a number of seconds or a duration such as "90s", "5m", "2h", "3d".`,
+    );
+  }
+  if (millis < 0)
+    throw invalidParameter(field, `'${field}' must not be negative: the clock never moves backwards.`);
+  return Math.round(millis);
+}

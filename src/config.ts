@@ -1,0 +1,185 @@
+import { parseArgs } from 'node:util';
+import { z } from 'zod';
+
+/**
+ * Every setting of the sandbox in one table: its flag, its environment variable, its default and
+ * its validation. `--help`, the parser and the README all come from here, so they cannot drift.
+ * Flags win over environment variables, which win over defaults.
+ */
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+const booleanText = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .refine(
+    (v) => ['1', '0', 'true', 'false', 'yes', 'no', 'on', 'off', ''].includes(v),
+    'must be true or false',
+  )
+  .transform((v) => ['1', 'true', 'yes', 'on'].includes(v));
+
+const port = z.coerce
+  .number({ message: 'must be a number' })
+  .int('must be a whole number')
+  .min(0, 'must be between 0 and 65535')
+  .max(65535, 'must be between 0 and 65535');
+
+interface Setting {
+  flag: string;
+  env: string;
+  /** `boolean` settings are flags without a value (`--memory`); the rest take one (`--port 4010`). */
+  kind: 'string' | 'boolean';
+  placeholder?: string;
+  defaultText: string;
+  description: string;
+  schema: z.ZodType;
+}
+
+export const SETTINGS = {
+  host: {
+    flag: 'host',
+    env: 'HOST',
+    kind: 'string',
+    placeholder: 'address',
+    defaultText: '127.0.0.1',
+    description: 'interface to listen on (0.0.0.0 for every interface, as in a container)',
+    schema: z.string().trim().min(1, 'must not be empty').default('127.0.0.1'),
+  },
+  port: {
+    flag: 'port',
+    env: 'PORT',
+    kind: 'string',
+    placeholder: 'number',
+    defaultText: '4010',
+    description: 'HTTP port; 0 picks a free one and the banner shows it',
+    schema: port.default(4010),
+  },
+  dataDir: {
+    flag: 'data-dir',
+    env: 'SANDBOX_DATA_DIR',
+    kind: 'string',
+    placeholder: 'path',
+    defaultText: './.sandbox',
+    description: 'directory of the SQLite database file (created if missing)',
+    schema: z.string().trim().min(1, 'must not be empty').default('./.sandbox'),
+  },
+  memory: {
+    flag: 'memory',
+    env: 'SANDBOX_MEMORY',
+    kind: 'boolean',
+    defaultText: 'off',
+    description: 'keep everything in memory, no file; all state is lost at exit',
+    schema: booleanText.default(false),
+  },
+  seed: {
+    flag: 'seed',
+    env: 'SANDBOX_SEED',
+    kind: 'string',
+    placeholder: 'text',
+    defaultText: 'sandbox',
+    description: 'seed of generated data (names, places, timelines); the same seed gives the same data',
+    schema: z
+      .string()
+      .trim()
+      .min(1, 'must not be empty')
+      .max(200, 'must be at most 200 characters')
+      .default('sandbox'),
+  },
+  clockSpeed: {
+    flag: 'clock-speed',
+    env: 'SANDBOX_CLOCK_SPEED',
+    kind: 'string',
+    placeholder: 'factor',
+    defaultText: '1',
+    description: "initial speed of new accounts' clocks (1 = real time, 3600 = an hour a second)",
+    schema: z.coerce
+      .number({ message: 'must be a number' })
+      .positive('must be greater than 0')
+      .max(1_000_000, 'must be at most 1000000')
+      .default(1),
+  },
+  cdnUrl: {
+    flag: 'cdn-url',
+    env: 'SANDBOX_CDN_URL',
+    kind: 'string',
+    placeholder: 'url',
+    defaultText: '{origin}/cdn',
+    description: 'origin of pre-signed label URLs (a URL without trailing slash)',
+    schema: z
+      .url({ protocol: /^https?$/, message: 'must be an http or https URL' })
+      .transform((u) => u.replace(/\/+$/, ''))
+      .optional(),
+  },
+  logLevel: {
+    flag: 'log-level',
+    env: 'LOG_LEVEL',
+    kind: 'string',
+    placeholder: 'level',
+    defaultText: 'info',
+    description: `one of ${LOG_LEVELS.join(', ')}`,
+    schema: z.enum(LOG_LEVELS, { message: `must be one of ${LOG_LEVELS.join(', ')}` }).default('info'),
+  },
+} satisfies Record<string, Setting>;
+
+type Settings = typeof SETTINGS;
+export type Config = { [K in keyof Settings]: z.output<Settings[K]['schema']> };
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+export type CommandLine = { help: true } | { help: false; config: Config };
+
+/** Reads flags and environment into a validated Config, or says exactly which value is wrong. */
+export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv): CommandLine {
+  const options: Record<string, { type: 'string' | 'boolean' }> = { help: { type: 'boolean' } };
+  for (const setting of Object.values(SETTINGS) as Setting[]) options[setting.flag] = { type: setting.kind };
+
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    ({ values } = parseArgs({ args: argv, options, strict: true, allowPositionals: false }));
+  } catch (error) {
+    throw new ConfigError(`${(error as Error).message}. Run with --help to see every flag.`);
+  }
+  if (values.help) return { help: true };
+
+  const config: Record<string, unknown> = {};
+  for (const [key, setting] of Object.entries(SETTINGS) as [string, Setting][]) {
+    const fromFlag = values[setting.flag];
+    const raw = fromFlag ?? env[setting.env];
+    const source = fromFlag === undefined ? `environment variable ${setting.env}` : `--${setting.flag}`;
+    const input = typeof raw === 'boolean' ? String(raw) : raw === '' ? undefined : raw;
+    const parsed = setting.schema.safeParse(input);
+    if (!parsed.success) {
+      const reason = parsed.error.issues[0]?.message ?? 'is invalid';
+      throw new ConfigError(`Invalid value '${String(raw)}' for ${source}: ${reason}.`);
+    }
+    config[key] = parsed.data;
+  }
+  return { help: false, config: config as Config };
+}
+
+/** The text of `--help`, generated from the table above. */
+export function helpText(): string {
+  const rows = (Object.values(SETTINGS) as Setting[]).map((s) => {
+    const flag = `--${s.flag}${s.placeholder ? ` <${s.placeholder}>` : ''}`;
+    return `  ${flag.padEnd(26)} ${s.description}\n  ${''.padEnd(26)} env ${s.env}, default ${s.defaultText}`;
+  });
+  return [
+    'Shipping Sandbox: a high-fidelity sandbox of the shipping API.',
+    '',
+    'Usage: npm start -- [flags]     (or: shipping-sandbox [flags])',
+    '',
+    'Flags (each also read from its environment variable; flags win):',
+    ...rows,
+    `  ${'--help'.padEnd(26)} show this text`,
+    '',
+  ].join('\n');
+}
+
+/** Defaults for tests and embedding: everything in memory, a free port, quiet logs. */
+export function testConfig(overrides: Partial<Config> = {}): Config {
+  const parsed = parseCommandLine([], {});
+  if (parsed.help) throw new Error('unreachable');
+  return { ...parsed.config, memory: true, port: 0, logLevel: 'silent', ...overrides };
+}

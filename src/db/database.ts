@@ -1,0 +1,44 @@
+import { mkdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import Database from 'better-sqlite3';
+import { MIGRATIONS } from './migrations.js';
+
+export type Db = Database.Database;
+
+export const DATABASE_FILE = 'sandbox.db';
+
+/** Where the database lives: `:memory:` or `<data dir>/sandbox.db` (the directory is created). */
+export function databaseLocation(options: { memory: boolean; dataDir: string }): string {
+  if (options.memory) return ':memory:';
+  const dir = resolve(options.dataDir);
+  mkdirSync(dir, { recursive: true });
+  return join(dir, DATABASE_FILE);
+}
+
+/** Opens (or creates) the database, sets the pragmas and brings the schema up to date. */
+export function openDatabase(location: string): Db {
+  const db = new Database(location);
+  // WAL lets readers go on while a write commits; NORMAL is durable across a process crash,
+  // which is the failure a sandbox has to survive (not a power cut).
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.pragma('foreign_keys = ON');
+  db.pragma('busy_timeout = 5000');
+  migrate(db);
+  return db;
+}
+
+function migrate(db: Db): void {
+  const applied = db.pragma('user_version', { simple: true }) as number;
+  if (applied > MIGRATIONS.length) {
+    throw new Error(
+      `The database was written by a newer sandbox (schema ${applied}, this one knows ${MIGRATIONS.length}).`,
+    );
+  }
+  for (let version = applied; version < MIGRATIONS.length; version++) {
+    db.transaction(() => {
+      db.exec(MIGRATIONS[version] as string);
+      db.pragma(`user_version = ${version + 1}`);
+    })();
+  }
+}

@@ -1,0 +1,73 @@
+import type { Db } from '../db/database.js';
+import { newId } from '../http/ids.js';
+import { formatTimestamp } from '../http/time.js';
+
+/** The event names of the specification. */
+export const EVENT_TYPES = [
+  'shipment.created',
+  'shipment.cancelled',
+  'label.generated',
+  'label.voided',
+  'tracking.updated',
+  'tracking.delivered',
+  'tracking.exception',
+] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+/** The envelope of the specification, exactly as a webhook receiver gets it. */
+export interface EventEnvelope {
+  id: string;
+  event: EventType;
+  created_at: string;
+  data: unknown;
+}
+
+/**
+ * The account's event log. Callers record events inside the transaction of the change that caused
+ * them, so an answered change always has its event and a failed one never does.
+ */
+export class EventStore {
+  private readonly insert;
+  private readonly selectRecent;
+  private readonly selectRecentOfType;
+
+  constructor(db: Db) {
+    this.insert = db.prepare(
+      'INSERT INTO events (id, account_id, type, created_at, data) VALUES (@id, @accountId, @type, @createdAt, @data)',
+    );
+    this.selectRecent = db.prepare<
+      [string, number],
+      { id: string; type: EventType; created_at: number; data: string }
+    >('SELECT id, type, created_at, data FROM events WHERE account_id = ? ORDER BY seq DESC LIMIT ?');
+    this.selectRecentOfType = db.prepare<
+      [string, string, number],
+      { id: string; type: EventType; created_at: number; data: string }
+    >(
+      'SELECT id, type, created_at, data FROM events WHERE account_id = ? AND type = ? ORDER BY seq DESC LIMIT ?',
+    );
+  }
+
+  record(accountId: string, type: EventType, data: unknown, now: number): EventEnvelope {
+    const envelope: EventEnvelope = {
+      id: newId('evt', now),
+      event: type,
+      created_at: formatTimestamp(now),
+      data,
+    };
+    this.insert.run({ id: envelope.id, accountId, type, createdAt: now, data: JSON.stringify(data) });
+    return envelope;
+  }
+
+  /** Newest first. */
+  list(accountId: string, options: { type?: string | undefined; limit: number }): EventEnvelope[] {
+    const rows = options.type
+      ? this.selectRecentOfType.all(accountId, options.type, options.limit)
+      : this.selectRecent.all(accountId, options.limit);
+    return rows.map((row) => ({
+      id: row.id,
+      event: row.type,
+      created_at: formatTimestamp(row.created_at),
+      data: JSON.parse(row.data) as unknown,
+    }));
+  }
+}

@@ -1,0 +1,57 @@
+import type { MiddlewareHandler } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { ApiError } from './errors.js';
+
+export const MAX_BODY_BYTES = 1024 * 1024;
+
+const JSON_MEDIA_TYPE = /^application\/([\w.-]+\+)?json$/i;
+
+/** Rejects bodies over 1 MiB while they stream in, before anything buffers them. */
+export const limitBodySize: MiddlewareHandler = bodyLimit({
+  maxSize: MAX_BODY_BYTES,
+  onError: () => {
+    throw new ApiError(
+      400,
+      'request_too_large',
+      `The request body is larger than ${MAX_BODY_BYTES} bytes (1 MiB).`,
+    );
+  },
+});
+
+/**
+ * Checks a request body once, before any route sees it: a body must be sent as JSON and be a JSON
+ * object. An empty body counts as `{}`, so a POST without one gets the route's own "missing field"
+ * errors rather than a parse error. The text is left in Hono's body cache for the validators.
+ */
+export const requireJsonObjectBody: MiddlewareHandler = async (c, next) => {
+  if (c.req.method !== 'POST' && c.req.method !== 'PATCH' && c.req.method !== 'PUT') return next();
+
+  const text = await c.req.text();
+  if (text.trim() === '') {
+    // Hono's cache holds promises at run time although its type says otherwise.
+    (c.req.bodyCache as Record<string, unknown>).text = Promise.resolve('{}');
+    return next();
+  }
+  const mediaType = (c.req.header('content-type') ?? '').split(';')[0]?.trim() ?? '';
+  if (!JSON_MEDIA_TYPE.test(mediaType)) {
+    throw new ApiError(
+      400,
+      'unsupported_content_type',
+      `Request bodies must be sent with Content-Type: application/json${mediaType ? `, not ${mediaType}` : ''}.`,
+    );
+  }
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch (error) {
+    throw new ApiError(
+      400,
+      'invalid_json',
+      `The request body is not valid JSON: ${(error as Error).message}.`,
+    );
+  }
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw new ApiError(400, 'invalid_json', 'The request body must be a JSON object.');
+  }
+  return next();
+};

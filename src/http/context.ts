@@ -1,0 +1,22 @@
+import type { Logger } from 'pino';
+import type { Account } from '../accounts/store.js';
+import type { Actor } from '../state.js';
+
+/** What the middleware puts on every request's context. */
+export interface AuthContext {
+  account: Account;
+  keyId: string;
+  scopes: ReadonlySet<string>;
+  /** The account's clock read once per request, so one request sees one instant. */
+  now: number;
+}
+
+export interface AppEnv {
+  Variables: {
+    auth: AuthContext;
+    logger: Logger;
+  };
+}
+
+/** The domain's view of a request: which account acts, and at what instant of its clock. */
+export const actorOf = (auth: AuthContext): Actor => ({ accountId: auth.account.id, now: auth.now });

@@ -1,0 +1,51 @@
+import type { Context, ErrorHandler, NotFoundHandler } from 'hono';
+import { HTTPException } from 'hono/http-exception';
+import type { Logger } from 'pino';
+import { ApiError } from './errors.js';
+
+/** Hono's own exceptions (thrown by its validators and body reading) in the contract's words. */
+function fromHttpException(error: HTTPException): ApiError {
+  switch (error.status) {
+    case 400:
+      return new ApiError(400, 'invalid_json', 'The request body is not valid JSON.');
+    case 413:
+      return new ApiError(400, 'request_too_large', 'The request body is larger than 1 MiB.');
+    case 415:
+      return new ApiError(
+        400,
+        'unsupported_content_type',
+        'Request bodies must be sent as application/json.',
+      );
+    default:
+      return new ApiError(500, 'internal_error', 'An unexpected error occurred.');
+  }
+}
+
+export function respondWithError(c: Context, error: ApiError): Response {
+  for (const [name, value] of Object.entries(error.headers)) c.header(name, value);
+  return c.json(error.toBody(), error.status);
+}
+
+/**
+ * The one error handler: ApiErrors go out as they are; anything unexpected is logged with its stack
+ * and answered with a bare 500, so no internals ever reach a client.
+ */
+export function errorHandler(logger: Logger): ErrorHandler {
+  return (error, c) => {
+    if (error instanceof ApiError) return respondWithError(c, error);
+    if (error instanceof HTTPException && error.status !== 500)
+      return respondWithError(c, fromHttpException(error));
+    logger.error({ err: error, method: c.req.method, path: c.req.path }, 'unexpected error');
+    return respondWithError(c, new ApiError(500, 'internal_error', 'An unexpected error occurred.'));
+  };
+}
+
+export const routeNotFound: NotFoundHandler = (c) =>
+  respondWithError(
+    c,
+    new ApiError(
+      404,
+      'route_not_found',
+      `No route ${c.req.method} ${c.req.path}. Every API route is under /v1.`,
+    ),
+  );

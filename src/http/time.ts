@@ -1,0 +1,13 @@
+/**
+ * The one formatter of timestamps. The contract allows exactly `YYYY-MM-DDThh:mm:ssZ`: UTC, whole
+ * seconds, no milliseconds, no offset. Internally every instant is a number of milliseconds since the
+ * Unix epoch on an account's virtual clock.
+ */
+export function formatTimestamp(ms: number): string {
+  return `${new Date(Math.floor(ms / 1000) * 1000).toISOString().slice(0, 19)}Z`;
+}
+
+export const SECOND = 1000;
+export const MINUTE = 60 * SECOND;
+export const HOUR = 60 * MINUTE;
+export const DAY = 24 * HOUR;

@@ -1,0 +1,34 @@
+import { createRoute } from '@hono/zod-openapi';
+import { requireScope } from '../http/auth.js';
+import { COMMON_ERRORS, createRouter, errorResponses, jsonBody, jsonResponse } from '../http/router.js';
+import { checkAddress, verifyDestination } from '../shipments/address-verification.js';
+import type { State } from '../state.js';
+import { quoteAll } from './pricing.js';
+import { RateListSchema, RatesRequestSchema } from './schema.js';
+
+export function rateRoutes(_state: State) {
+  const router = createRouter();
+  router.openapi(
+    createRoute({
+      method: 'post',
+      path: '/rates',
+      tags: ['Rates'],
+      summary: 'Compare the rates of every carrier for a parcel, cheapest first',
+      security: [{ bearerAuth: [] }],
+      middleware: [requireScope('rates:read')] as const,
+      request: { body: jsonBody(RatesRequestSchema) },
+      responses: {
+        200: jsonResponse(RateListSchema, 'Rates, cheapest first'),
+        ...errorResponses(...COMMON_ERRORS, 422),
+      },
+    }),
+    (c) => {
+      const { from, to, parcel } = c.req.valid('json');
+      checkAddress(from, 'from');
+      checkAddress(to, 'to');
+      verifyDestination(to);
+      return c.json({ data: quoteAll(from, to, parcel) }, 200);
+    },
+  );
+  return router;
+}

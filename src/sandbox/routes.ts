@@ -1,0 +1,138 @@
+import { createRoute } from '@hono/zod-openapi';
+import { createAccount } from '../accounts/accounts.js';
+import { advanceClock, readClock, setClock } from '../clock/account-clock.js';
+import { EVENT_TYPES } from '../events/store.js';
+import { ApiError, invalidParameter } from '../http/errors.js';
+import { parseLimit } from '../http/query.js';
+import { COMMON_ERRORS, createRouter, errorResponses, jsonBody, jsonResponse } from '../http/router.js';
+import { formatTimestamp } from '../http/time.js';
+import type { State } from '../state.js';
+import {
+  AccountCreatedSchema,
+  AdvanceClockSchema,
+  AdvancedClockSchema,
+  ClockSchema,
+  ClockSettingsSchema,
+  CreateAccountSchema,
+  EventListQuerySchema,
+  EventListSchema,
+} from './schema.js';
+
+const security = [{ bearerAuth: [] }];
+const tags = ['Sandbox controls'];
+const SANDBOX_ERRORS = [400, 401, 500] as const;
+
+/**
+ * The sandbox's own controls under /_sandbox. Each acts on the account of the key that calls it
+ * (any valid key of the account, whatever its scopes); creating an account needs no key.
+ */
+export function sandboxRoutes(state: State, realNow: () => number = Date.now) {
+  const router = createRouter();
+
+  router.openapi(
+    createRoute({
+      method: 'post',
+      path: '/accounts',
+      tags,
+      summary: 'Create an isolated account with an all-scopes test key',
+      request: { body: jsonBody(CreateAccountSchema) },
+      responses: {
+        201: jsonResponse(AccountCreatedSchema, 'The account and its key'),
+        ...errorResponses(400, 422, 500),
+      },
+    }),
+    (c) => {
+      const { account, apiKey } = createAccount(
+        state.accounts,
+        c.req.valid('json'),
+        realNow(),
+        state.config.clockSpeed,
+      );
+      return c.json(
+        {
+          id: account.id,
+          name: account.name,
+          plan: account.plan,
+          created_at: formatTimestamp(account.createdAt),
+          api_key: apiKey,
+        },
+        201,
+      );
+    },
+  );
+
+  router.openapi(
+    createRoute({
+      method: 'get',
+      path: '/clock',
+      tags,
+      summary: "Read the account's clock",
+      security,
+      responses: { 200: jsonResponse(ClockSchema, 'The clock'), ...errorResponses(...SANDBOX_ERRORS) },
+    }),
+    (c) => c.json(readClock(state, c.get('auth').account.id, realNow()), 200),
+  );
+
+  router.openapi(
+    createRoute({
+      method: 'post',
+      path: '/clock',
+      tags,
+      summary: 'Set the clock speed, freeze or unfreeze it',
+      security,
+      request: { body: jsonBody(ClockSettingsSchema) },
+      responses: { 200: jsonResponse(ClockSchema, 'The clock'), ...errorResponses(...SANDBOX_ERRORS, 422) },
+    }),
+    (c) => c.json(setClock(state, c.get('auth').account.id, c.req.valid('json'), realNow()), 200),
+  );
+
+  router.openapi(
+    createRoute({
+      method: 'post',
+      path: '/clock/advance',
+      tags,
+      summary: 'Move the clock forward and run everything that falls due',
+      security,
+      request: { body: jsonBody(AdvanceClockSchema) },
+      responses: {
+        200: jsonResponse(AdvancedClockSchema, 'The clock, and what ran'),
+        ...errorResponses(...SANDBOX_ERRORS, 422),
+      },
+    }),
+    (c) => {
+      const { by, to } = c.req.valid('json');
+      if (by !== undefined && to !== undefined) {
+        throw new ApiError(422, 'invalid_field', "Give either 'by' or 'to', not both.", { field: 'to' });
+      }
+      const request = to !== undefined ? { to } : by !== undefined ? { by } : undefined;
+      if (!request)
+        throw new ApiError(422, 'missing_field', "'by' (a duration) or 'to' (a timestamp) is required.", {
+          field: 'by',
+        });
+      const clock = advanceClock(state, c.get('auth').account.id, request, realNow());
+      return c.json({ ...clock, ran: [] }, 200);
+    },
+  );
+
+  router.openapi(
+    createRoute({
+      method: 'get',
+      path: '/events',
+      tags,
+      summary: "The account's events, newest first",
+      security,
+      request: { query: EventListQuerySchema },
+      responses: { 200: jsonResponse(EventListSchema, 'Events'), ...errorResponses(...COMMON_ERRORS) },
+    }),
+    (c) => {
+      const { event, limit } = c.req.valid('query');
+      if (event !== undefined && !(EVENT_TYPES as readonly string[]).includes(event)) {
+        throw invalidParameter('event', `'event' must be one of ${EVENT_TYPES.join(', ')}.`);
+      }
+      const take = parseLimit(limit, { default: 100, max: 1000 });
+      return c.json({ data: state.events.list(c.get('auth').account.id, { type: event, limit: take }) }, 200);
+    },
+  );
+
+  return router;
+}

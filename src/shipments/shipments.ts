@@ -1,0 +1,128 @@
+import { ApiError, invalidParameter, notFound } from '../http/errors.js';
+import { newId } from '../http/ids.js';
+import { parseLimit } from '../http/query.js';
+import { findCarrier } from '../rates/carriers.js';
+import { chooseRate } from '../rates/pricing.js';
+import type { Actor, State } from '../state.js';
+import { checkAddress, verifyDestination } from './address-verification.js';
+import { type CreateShipmentInput, ShipmentStatusSchema } from './schema.js';
+import { type PagePosition, presentShipment, type ShipmentRecord } from './store.js';
+
+export const PAGE_SIZE = { default: 20, max: 100 } as const;
+
+/** Validates, verifies and rates the request, then stores the shipment and its event at once. */
+export function createShipment(state: State, actor: Actor, input: CreateShipmentInput): ShipmentRecord {
+  checkAddress(input.from, 'from');
+  checkAddress(input.to, 'to');
+  verifyDestination(input.to);
+  const quote = chooseRate(
+    { carrier: input.carrier, service: input.service },
+    input.from,
+    input.to,
+    input.parcel,
+  );
+
+  return state.db.transaction(() => {
+    const record = state.shipments.insert({
+      id: newId('shp', actor.now),
+      accountId: actor.accountId,
+      status: 'created',
+      carrier: quote.carrier,
+      service: quote.service,
+      rate: quote.rate,
+      from: input.from,
+      to: input.to,
+      parcel: input.parcel,
+      reference: input.reference ?? null,
+      createdAt: actor.now,
+    });
+    state.events.record(actor.accountId, 'shipment.created', presentShipment(record), actor.now);
+    return record;
+  })();
+}
+
+export function getShipment(state: State, actor: Actor, id: string): ShipmentRecord {
+  const record = state.shipments.find(actor.accountId, id);
+  if (!record) throw notFound('shipment', id);
+  return record;
+}
+
+/** Cancellation is allowed from `created` and `label_generated` only (the specification). */
+export function cancelShipment(state: State, actor: Actor, id: string): ShipmentRecord {
+  return state.db.transaction(() => {
+    const record = getShipment(state, actor, id);
+    if (record.status !== 'created') {
+      throw new ApiError(
+        422,
+        'shipment_not_cancellable',
+        `Shipment ${id} is ${record.status}; only created or label_generated shipments can be cancelled.`,
+      );
+    }
+    const cancelled = state.shipments.setStatus(record, 'cancelled', actor.now);
+    state.events.record(actor.accountId, 'shipment.cancelled', cancelledBody(cancelled), actor.now);
+    return cancelled;
+  })();
+}
+
+export function cancelledBody(record: ShipmentRecord): {
+  id: string;
+  status: 'cancelled';
+  cancelled_at: string;
+} {
+  return { id: record.id, status: 'cancelled', cancelled_at: presentShipment(record).cancelled_at as string };
+}
+
+export interface ListQuery {
+  limit?: string | undefined;
+  cursor?: string | undefined;
+  status?: string | undefined;
+  carrier?: string | undefined;
+}
+
+/** One page of the account's shipments, newest first, with the contract's `meta`. */
+export function listShipments(state: State, actor: Actor, query: ListQuery) {
+  const limit = parseLimit(query.limit, PAGE_SIZE);
+  const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
+  const status = query.status === undefined ? undefined : ShipmentStatusSchema.safeParse(query.status);
+  if (status && !status.success) {
+    throw invalidParameter(
+      'status',
+      `'status' must be one of ${ShipmentStatusSchema.options.join(', ')}; got '${query.status}'.`,
+    );
+  }
+  if (query.carrier !== undefined && !findCarrier(query.carrier)) {
+    throw invalidParameter('carrier', `'carrier' must be a carrier slug; '${query.carrier}' is not one.`);
+  }
+  const filter = { status: status?.data, carrier: query.carrier };
+  const { records, hasMore } = state.shipments.page(actor.accountId, filter, limit, after);
+  const last = records.at(-1);
+  return {
+    data: records.map(presentShipment),
+    meta: {
+      total: state.shipments.count(actor.accountId, filter),
+      cursor: hasMore && last ? encodeCursor(last) : null,
+      has_more: hasMore,
+    },
+  };
+}
+
+/**
+ * A cursor names the last shipment of the page it came from by its place in the order, not by an
+ * offset, so shipments created between two pages neither shift nor repeat what follows.
+ */
+function encodeCursor(position: PagePosition): string {
+  return `cur_${Buffer.from(`${position.createdAt}.${position.seq}`).toString('base64url')}`;
+}
+
+function decodeCursor(cursor: string): PagePosition {
+  const match = cursor.startsWith('cur_')
+    ? /^(\d{1,16})\.(\d{1,16})$/.exec(Buffer.from(cursor.slice(4), 'base64url').toString())
+    : null;
+  if (!match) {
+    throw invalidParameter(
+      'cursor',
+      "'cursor' is not a cursor this API returned; pass meta.cursor unchanged.",
+    );
+  }
+  return { createdAt: Number(match[1]), seq: Number(match[2]) };
+}
