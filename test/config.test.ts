@@ -1,0 +1,91 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, helpText, parseCommandLine, SETTINGS } from '../src/config.js';
+
+const parse = (argv: string[], env: Record<string, string> = {}) => {
+  const result = parseCommandLine(argv, env);
+  if (result.help) throw new Error('expected a config, got --help');
+  return result.config;
+};
+
+describe('command line', () => {
+  it('has the contract defaults', () => {
+    expect(parse([])).toEqual({
+      host: '127.0.0.1',
+      port: 4010,
+      dataDir: './.sandbox',
+      memory: false,
+      seed: 'sandbox',
+      clockSpeed: 1,
+      cdnUrl: undefined,
+      logLevel: 'info',
+    });
+  });
+
+  it('reads every setting from its environment variable', () => {
+    const config = parse([], {
+      HOST: '0.0.0.0',
+      PORT: '0',
+      SANDBOX_DATA_DIR: '/tmp/x',
+      SANDBOX_MEMORY: 'true',
+      SANDBOX_SEED: 'abc',
+      SANDBOX_CLOCK_SPEED: '3600',
+      SANDBOX_CDN_URL: 'https://cdn.example.test/',
+      LOG_LEVEL: 'debug',
+    });
+    expect(config).toEqual({
+      host: '0.0.0.0',
+      port: 0,
+      dataDir: '/tmp/x',
+      memory: true,
+      seed: 'abc',
+      clockSpeed: 3600,
+      cdnUrl: 'https://cdn.example.test',
+      logLevel: 'debug',
+    });
+  });
+
+  it('lets flags win over the environment', () => {
+    const config = parse(['--port', '5000', '--memory', '--log-level=warn'], {
+      PORT: '6000',
+      LOG_LEVEL: 'debug',
+    });
+    expect(config.port).toBe(5000);
+    expect(config.memory).toBe(true);
+    expect(config.logLevel).toBe('warn');
+  });
+
+  it('reads false-like values of boolean variables as off', () => {
+    expect(parse([], { SANDBOX_MEMORY: '0' }).memory).toBe(false);
+    expect(parse([], { SANDBOX_MEMORY: 'false' }).memory).toBe(false);
+    expect(parse([], { SANDBOX_MEMORY: 'yes' }).memory).toBe(true);
+  });
+
+  it.each([
+    [['--port', '70000'], /--port.*between 0 and 65535/],
+    [['--port', 'abc'], /--port.*must be a number/],
+    [['--clock-speed', '0'], /--clock-speed.*greater than 0/],
+    [['--clock-speed', '-2'], /--clock-speed/],
+    [['--log-level', 'loud'], /--log-level.*one of fatal, error/],
+    [['--cdn-url', 'not a url'], /--cdn-url.*http or https URL/],
+    [['--cdn-url', 'ftp://x.test'], /--cdn-url/],
+    [['--frobnicate'], /Unknown option '--frobnicate'.*--help/],
+    [['--port'], /--port/],
+  ])('stops on bad flags with a clear message: %j', (argv, message) => {
+    expect(() => parseCommandLine(argv, {})).toThrow(ConfigError);
+    expect(() => parseCommandLine(argv, {})).toThrow(message);
+  });
+
+  it('names the environment variable when it is the bad value', () => {
+    expect(() => parseCommandLine([], { PORT: 'x' })).toThrow(/environment variable PORT/);
+    expect(() => parseCommandLine([], { SANDBOX_MEMORY: 'maybe' })).toThrow(/SANDBOX_MEMORY.*true or false/);
+  });
+
+  it('prints every flag and its variable in --help', () => {
+    expect(parseCommandLine(['--help'], {})).toEqual({ help: true });
+    const text = helpText();
+    for (const setting of Object.values(SETTINGS)) {
+      expect(text).toContain(`--${setting.flag}`);
+      expect(text).toContain(setting.env);
+    }
+  });
+});

@@ -1,0 +1,143 @@
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { testConfig } from '../src/config.js';
+import { type RunningSandbox, startSandbox } from '../src/server.js';
+import { DEFAULT_KEY, shipmentRequest } from './helpers.js';
+
+describe('the real server over a socket', () => {
+  let sandbox: RunningSandbox;
+  beforeAll(async () => {
+    sandbox = await startSandbox(testConfig());
+  });
+  afterAll(() => sandbox.close());
+
+  const api = (path: string, init: RequestInit = {}) =>
+    fetch(`${sandbox.origin}${path}`, {
+      ...init,
+      headers: {
+        authorization: `Bearer ${DEFAULT_KEY}`,
+        'content-type': 'application/json',
+        ...init.headers,
+      },
+    });
+
+  it('binds a free port when asked for port 0', () => {
+    expect(sandbox.origin).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(sandbox.origin).not.toMatch(/:0$/);
+    expect(sandbox.cdnUrl).toBe(`${sandbox.origin}/cdn`);
+  });
+
+  it('answers /healthz without a key', async () => {
+    const response = await fetch(`${sandbox.origin}/healthz`);
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ status: 'ok' });
+  });
+
+  it('creates, reads, lists and cancels a shipment', async () => {
+    const created = await api('/v1/shipments', { method: 'POST', body: JSON.stringify(shipmentRequest()) });
+    expect(created.status).toBe(201);
+    const shipment = (await created.json()) as { id: string; status: string };
+    expect(shipment.status).toBe('created');
+
+    const read = await api(`/v1/shipments/${shipment.id}`);
+    expect(await read.json()).toEqual(shipment);
+
+    const list = (await (await api('/v1/shipments?limit=1')).json()) as { data: { id: string }[] };
+    expect(list.data[0]?.id).toBe(shipment.id);
+
+    const cancelled = await api(`/v1/shipments/${shipment.id}`, { method: 'DELETE' });
+    expect(cancelled.status).toBe(200);
+    expect(await cancelled.json()).toMatchObject({ id: shipment.id, status: 'cancelled' });
+  });
+
+  it('gives parallel suites their own accounts', async () => {
+    const response = await fetch(`${sandbox.origin}/_sandbox/accounts`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ plan: 'enterprise' }),
+    });
+    const account = (await response.json()) as { api_key: string };
+    const list = await fetch(`${sandbox.origin}/v1/shipments`, {
+      headers: { authorization: `Bearer ${account.api_key}` },
+    });
+    expect(((await list.json()) as { meta: { total: number } }).meta.total).toBe(0);
+  });
+
+  it('rejects a body over 1 MiB sent in chunks without a length', async () => {
+    const chunk = new TextEncoder().encode(`{"reference":"${'x'.repeat(64 * 1024)}`);
+    let sent = 0;
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent > 20) {
+          controller.enqueue(new TextEncoder().encode('"}'));
+          controller.close();
+          return;
+        }
+        sent += 1;
+        controller.enqueue(chunk);
+      },
+    });
+    const response = await api('/v1/shipments', { method: 'POST', body, duplex: 'half' } as RequestInit);
+    expect(response.status).toBe(400);
+    expect(((await response.json()) as { error: { code: string } }).error.code).toBe('request_too_large');
+  });
+});
+
+describe('the command line', () => {
+  const tsx = join(process.cwd(), 'node_modules', '.bin', 'tsx');
+  const run = (args: string[], env: Record<string, string> = {}) =>
+    spawn(tsx, ['src/main.ts', ...args], { env: { ...process.env, ...env }, stdio: 'pipe' });
+
+  const collect = (child: ChildProcessWithoutNullStreams) => {
+    const output = { stdout: '', stderr: '' };
+    child.stdout.on('data', (chunk) => {
+      output.stdout += String(chunk);
+    });
+    child.stderr.on('data', (chunk) => {
+      output.stderr += String(chunk);
+    });
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    return { output, exited };
+  };
+
+  it('starts on a data directory, prints the banner, and stops cleanly on SIGTERM', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'sandbox-e2e-'));
+    try {
+      const child = run(['--port', '0', '--data-dir', dataDir, '--log-level', 'warn']);
+      const { output, exited } = collect(child);
+      await new Promise<void>((resolve, reject) => {
+        const timer = setInterval(() => {
+          if (output.stdout.includes('Test key')) {
+            clearInterval(timer);
+            resolve();
+          }
+        }, 20);
+        child.on('exit', () => {
+          clearInterval(timer);
+          reject(new Error(`exited early: ${output.stderr}`));
+        });
+      });
+      const origin = /API\s+(http:\/\/127\.0\.0\.1:\d+)\/v1/.exec(output.stdout)?.[1];
+      expect(origin).toBeDefined();
+      expect(output.stdout).toContain(`Test key  ${DEFAULT_KEY}`);
+      expect(output.stdout).toContain(`CDN       ${origin}/cdn`);
+      expect(output.stdout).toContain(join(dataDir, 'sandbox.db'));
+      const health = await fetch(`${origin}/healthz`);
+      expect(health.status).toBe(200);
+
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses a bad flag value with a clear message and exit code 2', async () => {
+    const { output, exited } = collect(run(['--port', 'seventy']));
+    expect(await exited).toBe(2);
+    expect(output.stderr).toContain("Invalid value 'seventy' for --port: must be a number.");
+  });
+});

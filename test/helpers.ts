@@ -1,0 +1,113 @@
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import { expect } from 'vitest';
+import { DEFAULT_ACCOUNT, seedDefaultAccount } from '../src/accounts/accounts.js';
+import { createApp } from '../src/app.js';
+import { type Config, testConfig } from '../src/config.js';
+import { openDatabase } from '../src/db/database.js';
+import { createState, type State } from '../src/state.js';
+
+export const DEFAULT_KEY = DEFAULT_ACCOUNT.api_key.value;
+
+/** A logger whose lines tests can read. */
+export function capturingLogger() {
+  const lines: Record<string, unknown>[] = [];
+  const stream = new Writable({
+    write(chunk, _encoding, done) {
+      for (const line of String(chunk).split('\n'))
+        if (line) lines.push(JSON.parse(line) as Record<string, unknown>);
+      done();
+    },
+  });
+  return { logger: pino({ level: 'debug' }, stream), lines };
+}
+
+/**
+ * The whole app over a real `:memory:` database, called in-process through `app.request`. A fixed
+ * wall clock (`realNow`) that tests move by hand keeps running account clocks deterministic.
+ */
+export function createTestSandbox(overrides: Partial<Config> = {}) {
+  const config = testConfig(overrides);
+  const db = openDatabase(':memory:');
+  const state: State = createState(db, config);
+  const wall = { now: Date.UTC(2026, 10, 22, 8, 0, 0) };
+  seedDefaultAccount(state.accounts, wall.now, config.clockSpeed);
+  const { logger, lines } = capturingLogger();
+  const app = createApp({ state, logger, realNow: () => wall.now });
+
+  async function call(
+    method: string,
+    path: string,
+    options: { key?: string | null; body?: unknown; headers?: Record<string, string> } = {},
+  ) {
+    const headers: Record<string, string> = { ...options.headers };
+    const key = options.key === undefined ? DEFAULT_KEY : options.key;
+    if (key !== null) headers.authorization = `Bearer ${key}`;
+    let body: string | undefined;
+    if (options.body !== undefined) {
+      body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
+      headers['content-type'] ??= 'application/json';
+    }
+    const response = await app.request(path, { method, headers, body });
+    const text = await response.text();
+    let json: any;
+    try {
+      json = text ? JSON.parse(text) : undefined;
+    } catch {
+      json = undefined;
+    }
+    return { status: response.status, headers: response.headers, json, text };
+  }
+
+  /** A new isolated account; returns its key. */
+  async function newAccount(plan?: string): Promise<string> {
+    const response = await call('POST', '/_sandbox/accounts', { key: null, body: plan ? { plan } : {} });
+    expect(response.status).toBe(201);
+    return response.json.api_key as string;
+  }
+
+  return { app, state, db, config, wall, logLines: lines, call, newAccount };
+}
+
+export type TestSandbox = ReturnType<typeof createTestSandbox>;
+
+export const US_ORIGIN = {
+  name: 'Ada Lovelace',
+  company: 'Analytical Engines',
+  address1: '417 Montgomery St',
+  address2: 'Floor 5',
+  city: 'San Francisco',
+  state: 'CA',
+  zip: '94104',
+  country: 'US',
+};
+
+export const US_DESTINATION = {
+  name: 'Grace Hopper',
+  address1: '350 5th Ave',
+  city: 'New York',
+  state: 'NY',
+  zip: '10118',
+  country: 'US',
+};
+
+export const PARCEL = { weight: 1200, length: 30, width: 20, height: 10 };
+
+export function shipmentRequest(overrides: Record<string, unknown> = {}) {
+  return { from: US_ORIGIN, to: US_DESTINATION, parcel: PARCEL, reference: 'order-1042', ...overrides };
+}
+
+/** Asserts the contract's error body and returns it. */
+export function expectError(
+  response: { status: number; json: any; headers: Headers },
+  status: number,
+  code: string,
+  field?: string,
+) {
+  expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+  expect({ status: response.status, code: response.json?.error?.code }).toEqual({ status, code });
+  expect(typeof response.json.error.message).toBe('string');
+  if (field === undefined) expect(response.json.error).not.toHaveProperty('field');
+  else expect(response.json.error.field).toBe(field);
+  return response.json.error as { code: string; message: string; field?: string };
+}
