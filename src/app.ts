@@ -6,22 +6,17 @@ import { authenticate } from './http/auth.js';
 import { limitBodySize, requireJsonObjectBody } from './http/body.js';
 import type { AppEnv } from './http/context.js';
 import { errorHandler, routeNotFound } from './http/error-handler.js';
+import { cdnRoutes, labelRoutes } from './labels/routes.js';
 import { rateRoutes } from './rates/routes.js';
 import { sandboxRoutes } from './sandbox/routes.js';
 import { shipmentRoutes } from './shipments/routes.js';
 import type { State } from './state.js';
 
-export interface AppDeps {
-  state: State;
-  logger: Logger;
-  /** The real wall clock; tests may replace it. Account clocks are derived from it. */
-  realNow?: () => number;
-}
-
 export const API_VERSION_PREFIX = '/v1';
 
 /** The one place where middleware and routers are wired together. */
-export function createApp({ state, logger, realNow = Date.now }: AppDeps) {
+export function createApp(state: State) {
+  const { logger, realNow } = state;
   const app = new OpenAPIHono<AppEnv>();
   app.onError(errorHandler(logger));
   app.notFound(routeNotFound);
@@ -37,8 +32,10 @@ export function createApp({ state, logger, realNow = Date.now }: AppDeps) {
   app.use('/_sandbox/*', requireJsonObjectBody);
 
   app.route(API_VERSION_PREFIX, shipmentRoutes(state));
+  app.route(API_VERSION_PREFIX, labelRoutes(state));
   app.route(API_VERSION_PREFIX, rateRoutes(state));
-  app.route('/_sandbox', sandboxRoutes(state, realNow));
+  app.route('/cdn', cdnRoutes(state, realNow));
+  app.route('/_sandbox', sandboxRoutes(state));
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearerAuth', {
     type: 'http',

@@ -26,9 +26,10 @@ export async function startSandbox(
 ): Promise<RunningSandbox> {
   const location = databaseLocation(config);
   const db = openDatabase(location);
-  const state = createState(db, config);
+  const state = createState(db, config, logger);
   seedDefaultAccount(state.accounts, Date.now(), config.clockSpeed);
-  const app = createApp({ state, logger });
+  const app = createApp(state);
+  state.scheduler.start();
 
   let server: ServerType;
   const info = await new Promise<AddressInfo>((resolve, reject) => {
@@ -50,8 +51,10 @@ export async function startSandbox(
     close() {
       closing ??= new Promise<void>((resolve) => {
         server.close(() => {
-          db.close();
-          resolve();
+          void state.scheduler.stop().then(() => {
+            db.close();
+            resolve();
+          });
         });
         // Keep-alive connections would hold close() open; a sandbox has nothing worth waiting for.
         if ('closeAllConnections' in server) server.closeAllConnections();

@@ -29,11 +29,11 @@ export function capturingLogger() {
 export function createTestSandbox(overrides: Partial<Config> = {}) {
   const config = testConfig(overrides);
   const db = openDatabase(':memory:');
-  const state: State = createState(db, config);
   const wall = { now: Date.UTC(2026, 10, 22, 8, 0, 0) };
-  seedDefaultAccount(state.accounts, wall.now, config.clockSpeed);
   const { logger, lines } = capturingLogger();
-  const app = createApp({ state, logger, realNow: () => wall.now });
+  const state: State = createState(db, config, logger, () => wall.now);
+  seedDefaultAccount(state.accounts, wall.now, config.clockSpeed);
+  const app = createApp(state);
 
   async function call(
     method: string,
@@ -49,14 +49,15 @@ export function createTestSandbox(overrides: Partial<Config> = {}) {
       headers['content-type'] ??= 'application/json';
     }
     const response = await app.request(path, { method, headers, body });
-    const text = await response.text();
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    const text = new TextDecoder().decode(bytes);
     let json: any;
     try {
       json = text ? JSON.parse(text) : undefined;
     } catch {
       json = undefined;
     }
-    return { status: response.status, headers: response.headers, json, text };
+    return { status: response.status, headers: response.headers, json, text, bytes };
   }
 
   /** A new isolated account; returns its key. */
@@ -66,7 +67,14 @@ export function createTestSandbox(overrides: Partial<Config> = {}) {
     return response.json.api_key as string;
   }
 
-  return { app, state, db, config, wall, logLines: lines, call, newAccount };
+  /** Creates a shipment (cheapest rate unless the overrides say otherwise) and returns its body. */
+  async function newShipment(overrides: Record<string, unknown> = {}, key?: string) {
+    const response = await call('POST', '/v1/shipments', { key, body: shipmentRequest(overrides) });
+    expect(response.status).toBe(201);
+    return response.json as { id: string; carrier: string; rate: { amount: string; currency: string } };
+  }
+
+  return { app, state, db, config, wall, logLines: lines, call, newAccount, newShipment };
 }
 
 export type TestSandbox = ReturnType<typeof createTestSandbox>;

@@ -2,6 +2,7 @@ import { ApiError, invalidParameter } from '../http/errors.js';
 import { formatTimestamp } from '../http/time.js';
 import type { State } from '../state.js';
 import { type ClockState, clockNow, configureClock, moveClockTo, parseDuration } from './clock.js';
+import type { RanJob } from './scheduler.js';
 
 /** The clock as the sandbox controls show it. */
 export interface ClockView {
@@ -32,23 +33,25 @@ export function setClock(
 ): ClockView {
   const next = configureClock(loadClock(state, accountId), change, realNow);
   state.accounts.saveClock(accountId, next);
+  state.scheduler.wake();
   return viewClock(next, realNow);
 }
 
 export type AdvanceRequest = { by: number | string } | { to: string };
 
 /**
- * Moves the clock forward by a duration or to an instant. The clock never moves backwards: a target
- * before the clock's present is a 400 `invalid_parameter`.
+ * Moves the clock forward by a duration or to an instant, running every job that falls due on the
+ * way, in time order, before it answers. The clock never moves backwards: a target before the
+ * clock's present is a 400 `invalid_parameter`.
  */
-export function advanceClock(
+export async function advanceClock(
   state: State,
   accountId: string,
   request: AdvanceRequest,
-  realNow: number,
-): ClockView {
+  realNow: () => number,
+): Promise<ClockView & { ran: RanJob[] }> {
   const clock = loadClock(state, accountId);
-  const now = clockNow(clock, realNow);
+  const now = clockNow(clock, realNow());
   const target = 'by' in request ? now + parseDuration(request.by, 'by') : parseInstant(request.to, 'to');
   if (target < now) {
     throw invalidParameter(
@@ -56,9 +59,12 @@ export function advanceClock(
       `The clock never moves backwards: ${formatTimestamp(target)} is before the clock's present, ${formatTimestamp(now)}.`,
     );
   }
-  const next = moveClockTo(clock, target, realNow);
-  state.accounts.saveClock(accountId, next);
-  return viewClock(next, realNow);
+  let moved = clock;
+  const ran = await state.scheduler.runDue(accountId, target, () => {
+    moved = moveClockTo(loadClock(state, accountId), target, realNow());
+    state.accounts.saveClock(accountId, moved);
+  });
+  return { ...viewClock(moved, realNow()), ran };
 }
 
 const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/;

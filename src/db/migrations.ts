@@ -63,4 +63,62 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX events_by_account ON events (account_id, seq DESC);
   CREATE INDEX events_by_type ON events (account_id, type, seq DESC);
   `,
+  /* 2: labels, and the sandbox's own settings (the URL-signing secret) */ `
+  CREATE TABLE labels (
+    id TEXT PRIMARY KEY,
+    account_id TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+    shipment_id TEXT NOT NULL REFERENCES shipments(id) ON DELETE CASCADE,
+    tracking_number TEXT NOT NULL UNIQUE,
+    carrier TEXT NOT NULL,
+    format TEXT NOT NULL CHECK (format IN ('pdf', 'png', 'zpl')),
+    size TEXT NOT NULL CHECK (size IN ('4x6', '4x8', 'letter')),
+    status TEXT NOT NULL CHECK (status IN ('active', 'voided')),
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    voided_at INTEGER,
+    -- set when the carrier first scans the parcel (its tracking leaves pre_transit); a scanned label cannot be voided
+    scanned_at INTEGER
+  ) STRICT;
+  CREATE INDEX labels_by_shipment ON labels (shipment_id);
+  CREATE INDEX labels_by_account ON labels (account_id, created_at);
+
+  CREATE TABLE settings (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+  ) STRICT;
+  `,
+  /* 3: the durable scheduler's jobs, and tracking events */ `
+  CREATE TABLE jobs (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    account_id TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+    kind TEXT NOT NULL,
+    -- what the job is about (a label id, a delivery id), so pending work can be found and dropped
+    subject TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    due_at INTEGER NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('pending', 'running', 'done', 'failed', 'cancelled')),
+    created_at INTEGER NOT NULL,
+    finished_at INTEGER,
+    error TEXT
+  ) STRICT;
+  CREATE INDEX jobs_due ON jobs (state, account_id, due_at, seq);
+  CREATE INDEX jobs_by_subject ON jobs (subject, state);
+
+  CREATE TABLE tracking_events (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    account_id TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+    label_id TEXT NOT NULL REFERENCES labels(id) ON DELETE CASCADE,
+    status TEXT NOT NULL,
+    description TEXT NOT NULL,
+    location TEXT NOT NULL,
+    occurred_at INTEGER NOT NULL
+  ) STRICT;
+  CREATE INDEX tracking_events_by_label ON tracking_events (label_id, seq);
+
+  ALTER TABLE labels ADD COLUMN scenario TEXT;
+  ALTER TABLE labels ADD COLUMN tracking_status TEXT;
+  ALTER TABLE labels ADD COLUMN estimated_delivery INTEGER;
+  ALTER TABLE accounts ADD COLUMN default_scenario TEXT NOT NULL DEFAULT 'standard';
+  `,
 ];

@@ -26,8 +26,9 @@ const SANDBOX_ERRORS = [400, 401, 500] as const;
  * The sandbox's own controls under /_sandbox. Each acts on the account of the key that calls it
  * (any valid key of the account, whatever its scopes); creating an account needs no key.
  */
-export function sandboxRoutes(state: State, realNow: () => number = Date.now) {
+export function sandboxRoutes(state: State) {
   const router = createRouter();
+  const { realNow } = state;
 
   router.openapi(
     createRoute({
@@ -99,7 +100,7 @@ export function sandboxRoutes(state: State, realNow: () => number = Date.now) {
         ...errorResponses(...SANDBOX_ERRORS, 422),
       },
     }),
-    (c) => {
+    async (c) => {
       const { by, to } = c.req.valid('json');
       if (by !== undefined && to !== undefined) {
         throw new ApiError(422, 'invalid_field', "Give either 'by' or 'to', not both.", { field: 'to' });
@@ -109,8 +110,7 @@ export function sandboxRoutes(state: State, realNow: () => number = Date.now) {
         throw new ApiError(422, 'missing_field', "'by' (a duration) or 'to' (a timestamp) is required.", {
           field: 'by',
         });
-      const clock = advanceClock(state, c.get('auth').account.id, request, realNow());
-      return c.json({ ...clock, ran: [] }, 200);
+      return c.json(await advanceClock(state, c.get('auth').account.id, request, realNow), 200);
     },
   );
 

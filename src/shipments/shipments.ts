@@ -1,6 +1,7 @@
 import { ApiError, invalidParameter, notFound } from '../http/errors.js';
 import { newId } from '../http/ids.js';
 import { parseLimit } from '../http/query.js';
+import { voidWithinTransaction } from '../labels/labels.js';
 import { findCarrier } from '../rates/carriers.js';
 import { chooseRate } from '../rates/pricing.js';
 import type { Actor, State } from '../state.js';
@@ -47,16 +48,23 @@ export function getShipment(state: State, actor: Actor, id: string): ShipmentRec
   return record;
 }
 
-/** Cancellation is allowed from `created` and `label_generated` only (the specification). */
+/**
+ * Cancellation is allowed from `created` and `label_generated` only (the specification); a generated
+ * label is voided first, so `label.voided` comes before `shipment.cancelled`.
+ */
 export function cancelShipment(state: State, actor: Actor, id: string): ShipmentRecord {
   return state.db.transaction(() => {
-    const record = getShipment(state, actor, id);
-    if (record.status !== 'created') {
+    let record = getShipment(state, actor, id);
+    if (record.status !== 'created' && record.status !== 'label_generated') {
       throw new ApiError(
         422,
         'shipment_not_cancellable',
         `Shipment ${id} is ${record.status}; only created or label_generated shipments can be cancelled.`,
       );
+    }
+    const label = record.labelId === null ? undefined : state.labels.find(actor.accountId, record.labelId);
+    if (label?.status === 'active') {
+      record = voidWithinTransaction(state, actor, label, record, 'refund_if_eligible').shipment;
     }
     const cancelled = state.shipments.setStatus(record, 'cancelled', actor.now);
     state.events.record(actor.accountId, 'shipment.cancelled', cancelledBody(cancelled), actor.now);

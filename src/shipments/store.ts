@@ -92,6 +92,7 @@ export class ShipmentStore {
   private readonly insertStatement;
   private readonly selectById;
   private readonly updateStatusStatement;
+  private readonly updateLabelStatement;
 
   constructor(private readonly db: Db) {
     this.insertStatement = db.prepare(
@@ -105,6 +106,9 @@ export class ShipmentStore {
     );
     this.updateStatusStatement = db.prepare(
       'UPDATE shipments SET status = @status, cancelled_at = coalesce(@cancelledAt, cancelled_at) WHERE seq = @seq',
+    );
+    this.updateLabelStatement = db.prepare(
+      'UPDATE shipments SET status = @status, label_id = @labelId, tracking_number = @trackingNumber WHERE seq = @seq',
     );
   }
 
@@ -147,6 +151,16 @@ export class ShipmentStore {
   ): ShipmentRecord {
     this.updateStatusStatement.run({ seq: record.seq, status, cancelledAt });
     return { ...record, status, cancelledAt: cancelledAt ?? record.cancelledAt };
+  }
+
+  /** Links the shipment to its active label (or, with nulls, unlinks it) and sets its status. */
+  setLabel(
+    record: ShipmentRecord,
+    status: ShipmentStatus,
+    label: { labelId: string; trackingNumber: string } | { labelId: null; trackingNumber: null },
+  ): ShipmentRecord {
+    this.updateLabelStatement.run({ seq: record.seq, status, ...label });
+    return { ...record, status, ...label };
   }
 
   /**

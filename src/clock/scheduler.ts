@@ -1,0 +1,261 @@
+import type { Logger } from 'pino';
+import type { AccountStore } from '../accounts/store.js';
+import type { Db } from '../db/database.js';
+import { newId } from '../http/ids.js';
+import { formatTimestamp } from '../http/time.js';
+import { clockNow } from './clock.js';
+
+/**
+ * The durable scheduler: work due at a virtual instant on an account's clock. Jobs live in SQLite, so
+ * they survive a restart; they run when the account's clock reaches them, whether it gets there by
+ * running (at any speed) or by jumping (`POST /_sandbox/clock/advance`). Each job runs with `now`
+ * equal to its own due time, so what it records is stamped as if it had run exactly on time.
+ *
+ * Runs of one account are serialised (a jump and the background timer never run the same job twice);
+ * accounts do not wait for one another.
+ */
+
+export interface Job<P = unknown> {
+  id: string;
+  accountId: string;
+  kind: string;
+  subject: string;
+  payload: P;
+  dueAt: number;
+}
+
+/** What a handler did, for the summary an advance answers with. */
+export type JobOutcome = Record<string, unknown> | undefined;
+
+export type JobHandler<P = unknown> = (job: Job<P>) => JobOutcome | Promise<JobOutcome>;
+
+export interface RanJob {
+  id: string;
+  kind: string;
+  subject: string;
+  due_at: string;
+  [detail: string]: unknown;
+}
+
+interface JobRow {
+  seq: number;
+  id: string;
+  account_id: string;
+  kind: string;
+  subject: string;
+  payload: string;
+  due_at: number;
+}
+
+/** The background timer never sleeps longer than this, so clock changes made elsewhere are picked up. */
+const MAX_SLEEP_MS = 1000;
+
+export class Scheduler {
+  private readonly handlers = new Map<string, JobHandler>();
+  /** The tail of each account's queue of runs. */
+  private readonly accountLocks = new Map<string, Promise<unknown>>();
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = true;
+  private ticking: Promise<void> | undefined;
+
+  private readonly insertStatement;
+  private readonly nextDueStatement;
+  private readonly markStatement;
+  private readonly cancelBySubjectStatement;
+  private readonly pendingBySubjectStatement;
+  private readonly accountsWithWorkStatement;
+  private readonly resetRunningStatement;
+
+  constructor(
+    private readonly db: Db,
+    private readonly accounts: AccountStore,
+    private readonly logger: Logger,
+    private readonly realNow: () => number = Date.now,
+  ) {
+    this.insertStatement = db.prepare(
+      `INSERT INTO jobs (id, account_id, kind, subject, payload, due_at, state, created_at)
+       VALUES (@id, @accountId, @kind, @subject, @payload, @dueAt, 'pending', @createdAt)`,
+    );
+    this.nextDueStatement = db.prepare<[string, number], JobRow>(
+      `SELECT seq, id, account_id, kind, subject, payload, due_at FROM jobs
+       WHERE state = 'pending' AND account_id = ? AND due_at <= ? ORDER BY due_at, seq LIMIT 1`,
+    );
+    this.markStatement = db.prepare(
+      'UPDATE jobs SET state = @state, finished_at = @finishedAt, error = @error WHERE seq = @seq',
+    );
+    this.cancelBySubjectStatement = db.prepare(
+      "UPDATE jobs SET state = 'cancelled', finished_at = @at WHERE subject = @subject AND state = 'pending' AND kind = @kind",
+    );
+    this.pendingBySubjectStatement = db.prepare<[string, string], JobRow>(
+      `SELECT seq, id, account_id, kind, subject, payload, due_at FROM jobs
+       WHERE subject = ? AND kind = ? AND state = 'pending' ORDER BY due_at, seq`,
+    );
+    this.accountsWithWorkStatement = db.prepare<[], { account_id: string; due_at: number }>(
+      "SELECT account_id, min(due_at) AS due_at FROM jobs WHERE state = 'pending' GROUP BY account_id",
+    );
+    this.resetRunningStatement = db.prepare("UPDATE jobs SET state = 'pending' WHERE state = 'running'");
+  }
+
+  register<P>(kind: string, handler: JobHandler<P>): void {
+    this.handlers.set(kind, handler as JobHandler);
+  }
+
+  /** Adds a job; call inside the transaction of the change that causes it. */
+  schedule<P>(job: {
+    accountId: string;
+    kind: string;
+    subject: string;
+    payload: P;
+    dueAt: number;
+    now: number;
+  }): string {
+    const id = newId('job', job.now);
+    this.insertStatement.run({
+      id,
+      accountId: job.accountId,
+      kind: job.kind,
+      subject: job.subject,
+      payload: JSON.stringify(job.payload),
+      dueAt: job.dueAt,
+      createdAt: job.now,
+    });
+    this.wake();
+    return id;
+  }
+
+  /** Drops the pending jobs of a kind about a subject (a voided label's scenario, say). */
+  cancel(kind: string, subject: string, at: number): void {
+    this.cancelBySubjectStatement.run({ kind, subject, at });
+  }
+
+  pending<P>(kind: string, subject: string): Job<P>[] {
+    return this.pendingBySubjectStatement.all(subject, kind).map((row) => toJob<P>(row));
+  }
+
+  /**
+   * Runs, in time order, every job of the account due at or before `until`, including jobs those
+   * jobs schedule within the range, then `afterwards` (still holding the account's turn). Resolves
+   * with what ran once all of it has run.
+   */
+  runDue(accountId: string, until: number, afterwards?: () => void): Promise<RanJob[]> {
+    return this.withAccountLock(accountId, async () => {
+      const ran: RanJob[] = [];
+      for (
+        let row = this.nextDueStatement.get(accountId, until);
+        row;
+        row = this.nextDueStatement.get(accountId, until)
+      ) {
+        ran.push(await this.runOne(row));
+      }
+      afterwards?.();
+      return ran;
+    });
+  }
+
+  /**
+   * Serialises work on one account: `task` starts when every earlier task of the account is done.
+   * Advances use it too, so a jump and the background timer never interleave.
+   */
+  withAccountLock<T>(accountId: string, task: () => Promise<T>): Promise<T> {
+    const previous = this.accountLocks.get(accountId) ?? Promise.resolve();
+    const run = previous.then(task, task);
+    const tail = run.catch(() => undefined);
+    this.accountLocks.set(accountId, tail);
+    void tail.then(() => {
+      if (this.accountLocks.get(accountId) === tail) this.accountLocks.delete(accountId);
+    });
+    return run;
+  }
+
+  private async runOne(row: JobRow): Promise<RanJob> {
+    const job = toJob(row);
+    const handler = this.handlers.get(job.kind);
+    const summary: RanJob = {
+      id: job.id,
+      kind: job.kind,
+      subject: job.subject,
+      due_at: formatTimestamp(job.dueAt),
+    };
+    if (!handler) {
+      this.markStatement.run({ seq: row.seq, state: 'failed', finishedAt: job.dueAt, error: 'no handler' });
+      this.logger.error({ job: job.id, kind: job.kind }, 'no handler for job');
+      return { ...summary, error: 'no handler' };
+    }
+    this.markStatement.run({ seq: row.seq, state: 'running', finishedAt: null, error: null });
+    try {
+      const outcome = await handler(job);
+      this.markStatement.run({ seq: row.seq, state: 'done', finishedAt: job.dueAt, error: null });
+      return { ...summary, ...outcome };
+    } catch (error) {
+      this.logger.error({ err: error, job: job.id, kind: job.kind }, 'job failed');
+      this.markStatement.run({ seq: row.seq, state: 'failed', finishedAt: job.dueAt, error: String(error) });
+      return { ...summary, error: (error as Error).message };
+    }
+  }
+
+  /** Starts the background timer; jobs left `running` by a crash run again, overdue ones run now. */
+  start(): void {
+    this.resetRunningStatement.run();
+    this.stopped = false;
+    this.wake();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.ticking;
+    await Promise.all([...this.accountLocks.values()]);
+  }
+
+  /** Re-plans the timer now: a job or a clock changed. */
+  wake(): void {
+    if (this.stopped) return;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.tick(), 0);
+    this.timer.unref();
+  }
+
+  /** Runs what is due on every account's clock now, then sleeps until the next job falls due. */
+  private async tick(): Promise<void> {
+    if (this.ticking) return;
+    let sleep = MAX_SLEEP_MS;
+    this.ticking = (async () => {
+      const realNow = this.realNow();
+      const runs: Promise<unknown>[] = [];
+      for (const { account_id: accountId, due_at: dueAt } of this.accountsWithWorkStatement.all()) {
+        const account = this.accounts.find(accountId);
+        if (!account) continue;
+        const now = clockNow(account.clock, realNow);
+        if (dueAt <= now) {
+          runs.push(this.runDue(accountId, now));
+        } else if (!account.clock.frozen) {
+          sleep = Math.min(sleep, Math.ceil((dueAt - now) / account.clock.speed));
+        }
+      }
+      await Promise.all(runs);
+    })();
+    try {
+      await this.ticking;
+    } catch (error) {
+      this.logger.error({ err: error }, 'scheduler tick failed');
+    } finally {
+      this.ticking = undefined;
+      if (!this.stopped) {
+        clearTimeout(this.timer);
+        this.timer = setTimeout(() => void this.tick(), Math.max(sleep, 1));
+        this.timer.unref();
+      }
+    }
+  }
+}
+
+function toJob<P>(row: JobRow): Job<P> {
+  return {
+    id: row.id,
+    accountId: row.account_id,
+    kind: row.kind,
+    subject: row.subject,
+    payload: JSON.parse(row.payload) as P,
+    dueAt: row.due_at,
+  };
+}

@@ -1,0 +1,253 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { crc32, deflateSync } from 'node:zlib';
+import { Resvg } from '@resvg/resvg-js';
+import opentype from 'opentype.js';
+import {
+  type BarcodeShape,
+  type BoxItem,
+  barcodeShapes,
+  DOTS_PER_INCH,
+  type LabelDocument,
+  layoutLabel,
+  type TextItem,
+} from './label-document.js';
+
+/**
+ * A 203-dpi PNG, one pixel a printer dot, black and white at one bit a pixel as carriers' PNG labels
+ * are: that is what a thermal printer prints, and it keeps files small and quick to compress.
+ *
+ * Text is set in Arimo, a font that ships in an npm package and has the metrics of the PDF's
+ * Helvetica. Each glyph is drawn once by resvg at each size it is used in and kept; a label then only
+ * copies glyphs, boxes and barcode cells into its bitmap. (Letting resvg set all the label's text took
+ * 30 ms or more: it reads the font's tables again for every glyph.)
+ */
+export async function renderPng(doc: LabelDocument): Promise<Uint8Array> {
+  const layout = layoutLabel(doc);
+  const bitmap = whiteBitmap(layout.width, layout.height);
+  for (const item of layout.items) {
+    if (item.kind === 'box') drawBox(bitmap, item);
+    else if (item.kind === 'text') drawText(bitmap, item);
+    else for (const shape of await barcodeShapes(item)) paint(bitmap, shape, true);
+  }
+  return encodePng(bitmap);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The bitmap
+
+/** A 1-bit bitmap laid out as PNG rows: a filter byte (0, none), then 8 dots a byte, 1 for white. */
+interface Bitmap {
+  width: number;
+  height: number;
+  stride: number;
+  rows: Buffer;
+}
+
+function whiteBitmap(width: number, height: number): Bitmap {
+  const stride = 1 + Math.ceil(width / 8);
+  const rows = Buffer.alloc(stride * height, 0xff);
+  for (let y = 0; y < height; y++) rows[y * stride] = 0;
+  return { width, height, stride, rows };
+}
+
+function setDot(bitmap: Bitmap, x: number, y: number, black: boolean): void {
+  if (x < 0 || y < 0 || x >= bitmap.width || y >= bitmap.height) return;
+  const index = y * bitmap.stride + 1 + (x >> 3);
+  const bit = 0x80 >> (x & 7);
+  const byte = bitmap.rows[index] ?? 0xff;
+  bitmap.rows[index] = black ? byte & ~bit : byte | bit;
+}
+
+/** Sets every dot whose centre lies inside the shape. */
+function paint(bitmap: Bitmap, shape: BarcodeShape, black: boolean): void {
+  const each = (
+    minX: number,
+    minY: number,
+    maxX: number,
+    maxY: number,
+    inside: (x: number, y: number) => boolean,
+  ) => {
+    const [x0, x1] = [Math.max(0, Math.floor(minX)), Math.min(bitmap.width, Math.ceil(maxX))];
+    const [y0, y1] = [Math.max(0, Math.floor(minY)), Math.min(bitmap.height, Math.ceil(maxY))];
+    for (let y = y0; y < y1; y++) {
+      for (let x = x0; x < x1; x++) if (inside(x + 0.5, y + 0.5)) setDot(bitmap, x, y, black);
+    }
+  };
+  switch (shape.kind) {
+    case 'rect':
+      each(shape.x, shape.y, shape.x + shape.width, shape.y + shape.height, () => true);
+      return;
+    case 'polygon': {
+      const xs = shape.points.map(([x]) => x);
+      const ys = shape.points.map(([, y]) => y);
+      each(Math.min(...xs), Math.min(...ys), Math.max(...xs), Math.max(...ys), (x, y) =>
+        insideConvex(shape.points, x, y),
+      );
+      return;
+    }
+    case 'ring': {
+      const { cx, cy, outer, inner } = shape;
+      each(cx - outer, cy - outer, cx + outer, cy + outer, (x, y) => {
+        const distance = (x - cx) ** 2 + (y - cy) ** 2;
+        return distance <= outer ** 2 && distance >= inner ** 2;
+      });
+      return;
+    }
+  }
+}
+
+/** Whether (x, y) is inside a convex polygon, whichever way round its points go. */
+function insideConvex(points: ReadonlyArray<readonly [number, number]>, x: number, y: number): boolean {
+  let sign = 0;
+  for (let index = 0; index < points.length; index++) {
+    const [ax, ay] = points[index] ?? [0, 0];
+    const [bx, by] = points[(index + 1) % points.length] ?? [0, 0];
+    const cross = (bx - ax) * (y - ay) - (by - ay) * (x - ax);
+    if (cross === 0) continue;
+    if (sign === 0) sign = Math.sign(cross);
+    else if (Math.sign(cross) !== sign) return false;
+  }
+  return true;
+}
+
+function drawBox(bitmap: Bitmap, item: BoxItem): void {
+  const rect = (x: number, y: number, width: number, height: number) =>
+    paint(bitmap, { kind: 'rect', x, y, width, height }, true);
+  const t = item.thickness;
+  if (t === null || 2 * t >= Math.min(item.width, item.height)) {
+    rect(item.x, item.y, item.width, item.height);
+    return;
+  }
+  rect(item.x, item.y, item.width, t);
+  rect(item.x, item.y + item.height - t, item.width, t);
+  rect(item.x, item.y + t, t, item.height - 2 * t);
+  rect(item.x + item.width - t, item.y + t, t, item.height - 2 * t);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Text
+
+interface Face {
+  font: opentype.Font;
+  glyphs: Map<string, opentype.Glyph>;
+}
+
+const faces = new Map<boolean, Face>();
+
+/** Parsed once per process; the files come through the package so `src/` and `dist/` both find them. */
+function face(bold: boolean): Face {
+  let loaded = faces.get(bold);
+  if (!loaded) {
+    const file = bold ? '700Bold/Arimo_700Bold.ttf' : '400Regular/Arimo_400Regular.ttf';
+    const bytes = readFileSync(createRequire(import.meta.url).resolve(`@expo-google-fonts/arimo/${file}`));
+    const buffer = bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
+    loaded = { font: opentype.parse(buffer), glyphs: new Map() };
+    faces.set(bold, loaded);
+  }
+  return loaded;
+}
+
+function glyphOf(face: Face, char: string): opentype.Glyph {
+  let glyph = face.glyphs.get(char);
+  if (!glyph) {
+    glyph = face.font.charToGlyph(char);
+    face.glyphs.set(char, glyph);
+  }
+  return glyph;
+}
+
+/** A glyph's dots at one size: `left` and `top` place its box relative to the pen on the baseline. */
+interface GlyphBitmap {
+  left: number;
+  top: number;
+  width: number;
+  height: number;
+  dots: Uint8Array;
+}
+
+// A label uses a few dozen glyphs at a dozen sizes; the bound only guards against odd input.
+const GLYPH_CACHE_LIMIT = 20_000;
+const glyphBitmaps = new Map<string, GlyphBitmap>();
+
+function glyphBitmap(glyph: opentype.Glyph, bold: boolean, size: number): GlyphBitmap {
+  const key = `${bold ? 'b' : 'r'}${glyph.index}@${size}`;
+  let cached = glyphBitmaps.get(key);
+  if (!cached) {
+    cached = rasterise(glyph, size);
+    if (glyphBitmaps.size >= GLYPH_CACHE_LIMIT) glyphBitmaps.clear();
+    glyphBitmaps.set(key, cached);
+  }
+  return cached;
+}
+
+/** The glyph's outline drawn by resvg, a dot black where the outline covers at least half of it. */
+function rasterise(glyph: opentype.Glyph, size: number): GlyphBitmap {
+  const path = glyph.getPath(0, 0, size);
+  const box = path.getBoundingBox();
+  const left = Math.floor(box.x1);
+  const top = Math.floor(box.y1);
+  const width = Math.ceil(box.x2) - left;
+  const height = Math.ceil(box.y2) - top;
+  if (!(width > 0 && height > 0)) return { left: 0, top: 0, width: 0, height: 0, dots: new Uint8Array(0) };
+  const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="${left} ${top} ${width} ${height}"><path d="${path.toPathData(3)}"/></svg>`;
+  const image = new Resvg(svg, { font: { loadSystemFonts: false }, fitTo: { mode: 'original' } }).render();
+  const rgba = image.pixels;
+  const dots = new Uint8Array(width * height);
+  for (let index = 0; index < dots.length; index++) dots[index] = (rgba[index * 4 + 3] ?? 0) >= 128 ? 1 : 0;
+  return { left, top, width, height, dots };
+}
+
+function drawText(bitmap: Bitmap, item: TextItem): void {
+  const loaded = face(item.bold);
+  const scale = item.size / loaded.font.unitsPerEm;
+  // NFC so that accented letters use the font's precomposed glyphs.
+  const glyphs = [...item.text.normalize('NFC')].map((char) => glyphOf(loaded, char));
+  const advance = glyphs.reduce((sum, glyph) => sum + (glyph.advanceWidth ?? 0) * scale, 0);
+  let pen = item.align === 'center' ? item.x + (item.width - advance) / 2 : item.x;
+  const black = !item.inverse;
+  for (const glyph of glyphs) {
+    const dots = glyphBitmap(glyph, item.bold, item.size);
+    const x0 = Math.round(pen) + dots.left;
+    const y0 = item.baseline + dots.top;
+    for (let y = 0; y < dots.height; y++) {
+      for (let x = 0; x < dots.width; x++)
+        if (dots.dots[y * dots.width + x]) setDot(bitmap, x0 + x, y0 + y, black);
+    }
+    pen += (glyph.advanceWidth ?? 0) * scale;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// PNG
+
+const PNG_SIGNATURE = Uint8Array.of(0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a);
+
+function chunk(type: string, data: Uint8Array): Buffer {
+  const out = Buffer.alloc(12 + data.length);
+  out.writeUInt32BE(data.length, 0);
+  out.write(type, 4, 'latin1');
+  out.set(data, 8);
+  out.writeUInt32BE(crc32(out.subarray(4, 8 + data.length)), 8 + data.length);
+  return out;
+}
+
+function encodePng(bitmap: Bitmap): Uint8Array {
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(bitmap.width, 0);
+  header.writeUInt32BE(bitmap.height, 4);
+  header.set([1, 0, 0, 0, 0], 8); // 1-bit greyscale, deflate, adaptive filtering, no interlace
+  // pHYs in dots per metre, so viewers and printers know the image is 203 dpi.
+  const density = Math.round(DOTS_PER_INCH / 0.0254);
+  const physical = Buffer.alloc(9);
+  physical.writeUInt32BE(density, 0);
+  physical.writeUInt32BE(density, 4);
+  physical.writeUInt8(1, 8);
+  return Buffer.concat([
+    PNG_SIGNATURE,
+    chunk('IHDR', header),
+    chunk('pHYs', physical),
+    chunk('IDAT', deflateSync(bitmap.rows, { level: 9 })),
+    chunk('IEND', new Uint8Array(0)),
+  ]);
+}

@@ -1,0 +1,81 @@
+import {
+  type BarcodeItem,
+  type BoxItem,
+  code128Modules,
+  type LabelDocument,
+  type LayoutItem,
+  layoutLabel,
+  PDF417,
+  type TextItem,
+} from './label-document.js';
+
+/**
+ * ZPL II for a 203-dpi Zebra printer. Text is UTF-8 (`^CI28`) and every field goes through `^FH`, so
+ * characters that ZPL reserves (`^`, `~`) or that are not plain ASCII reach the printer as hex bytes.
+ */
+export function renderZpl(doc: LabelDocument): string {
+  const layout = layoutLabel(doc);
+  const lines = ['^XA', '^CI28', `^PW${layout.width}`, `^LL${layout.height}`, '^LH0,0', '^PON', '^MNY'];
+  for (const item of layout.items) lines.push(zplItem(item));
+  lines.push('^PQ1', '^XZ');
+  return `${lines.join('\n')}\n`;
+}
+
+function zplItem(item: LayoutItem): string {
+  switch (item.kind) {
+    case 'text':
+      return zplText(item);
+    case 'box':
+      return zplBox(item);
+    case 'barcode':
+      return zplBarcode(item);
+  }
+}
+
+/** Field data with `_` as the `^FH` escape: anything but plain printable ASCII goes as hex bytes. */
+export function zplFieldData(value: string): string {
+  let out = '';
+  for (const byte of Buffer.from(value, 'utf8')) {
+    const char = String.fromCharCode(byte);
+    out +=
+      byte >= 0x20 && byte < 0x7f && !'^~_\\'.includes(char)
+        ? char
+        : `_${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+  }
+  return `^FH_^FD${out}^FS`;
+}
+
+function zplText(item: TextItem): string {
+  // ^FT puts the field's baseline at y, as the layout does; with ^FB that is the baseline of its last line.
+  const block = item.align === 'center' ? `^FB${item.width},1,0,C,0` : '';
+  const reverse = item.inverse ? '^FR' : '';
+  return `^FT${item.x},${item.baseline}^A0N,${item.size},${item.size}${block}${reverse}${zplFieldData(item.text)}`;
+}
+
+function zplBox(item: BoxItem): string {
+  const thickness = item.thickness ?? Math.min(item.width, item.height);
+  return `^FO${item.x},${item.y}^GB${item.width},${item.height},${thickness},B,0^FS`;
+}
+
+function zplBarcode(item: BarcodeItem): string {
+  switch (item.symbology) {
+    case 'code128': {
+      // ZPL cannot centre a field, so the layout's estimate of the symbol's width places it.
+      const width = item.module * code128Modules(item.data);
+      const x = item.x + Math.max(0, Math.floor((item.width - width) / 2));
+      // Automatic mode (A) picks code sets as bwip-js does; the interpretation line is the layout's own text.
+      return `^FO${x},${item.y}^BY${item.module},3,${item.height}^BCN,${item.height},N,N,N,A${zplFieldData(item.data)}`;
+    }
+    case 'pdf417':
+      return `^FO${item.x},${item.y}^BY${item.module},3^B7N,${item.module * PDF417.rowModules},${PDF417.securityLevel},${PDF417.columns},,N${zplFieldData(item.data)}`;
+    case 'datamatrix':
+      return `^FO${item.x},${item.y}^BXN,${item.module},200${zplFieldData(item.data)}`;
+    case 'maxicode': {
+      const message = item.maxicode;
+      if (!message) throw new Error('a MaxiCode item needs its structured message');
+      // ^BD wants the primary message first (class, country, postal code), then the rest after its header.
+      const primary = `${message.serviceClass}${message.countryCode}${message.postalCode}`;
+      return `^FO${item.x},${item.y}^BD${message.mode},1,1${zplFieldData(`${primary}[)>\x1e01\x1d96${message.secondary}`)}`;
+    }
+  }
+}

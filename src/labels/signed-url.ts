@@ -1,0 +1,37 @@
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Db } from '../db/database.js';
+
+/**
+ * Pre-signed label URLs: `{cdn}/labels/<label id>.<ext>?expires=<unix seconds>&signature=<hex>`, the
+ * signature an HMAC-SHA256 of `<label id>.<ext>:<expires>` under a secret made on the first start
+ * and kept in the database, so URLs stay valid across restarts and a changed byte breaks them.
+ */
+export class UrlSigner {
+  private readonly secret: Buffer;
+
+  constructor(db: Db) {
+    db.prepare(
+      "INSERT INTO settings (key, value) VALUES ('url_signing_secret', ?) ON CONFLICT DO NOTHING",
+    ).run(randomBytes(32).toString('hex'));
+    const row = db.prepare("SELECT value FROM settings WHERE key = 'url_signing_secret'").get() as {
+      value: string;
+    };
+    this.secret = Buffer.from(row.value, 'hex');
+  }
+
+  sign(file: string, expiresUnix: number): string {
+    return createHmac('sha256', this.secret).update(`${file}:${expiresUnix}`).digest('hex');
+  }
+
+  url(cdnBase: string, file: string, expiresUnix: number): string {
+    return `${cdnBase}/labels/${file}?expires=${expiresUnix}&signature=${this.sign(file, expiresUnix)}`;
+  }
+
+  /** Whether the signature is the one this sandbox made for `file` and `expires` (compared in constant time). */
+  verify(file: string, expires: string | undefined, signature: string | undefined): boolean {
+    if (!expires || !signature || !/^\d{1,12}$/.test(expires) || !/^[0-9a-f]{64}$/.test(signature))
+      return false;
+    const expected = Buffer.from(this.sign(file, Number(expires)), 'hex');
+    return timingSafeEqual(expected, Buffer.from(signature, 'hex'));
+  }
+}

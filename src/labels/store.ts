@@ -1,0 +1,117 @@
+import type { Db } from '../db/database.js';
+
+export type LabelFormat = 'pdf' | 'png' | 'zpl';
+export type LabelSize = '4x6' | '4x8' | 'letter';
+export type LabelStatus = 'active' | 'voided';
+
+export interface LabelRecord {
+  id: string;
+  accountId: string;
+  shipmentId: string;
+  trackingNumber: string;
+  carrier: string;
+  format: LabelFormat;
+  size: LabelSize;
+  status: LabelStatus;
+  createdAt: number;
+  expiresAt: number;
+  voidedAt: number | null;
+  scannedAt: number | null;
+}
+
+interface LabelRow {
+  id: string;
+  account_id: string;
+  shipment_id: string;
+  tracking_number: string;
+  carrier: string;
+  format: LabelFormat;
+  size: LabelSize;
+  status: LabelStatus;
+  created_at: number;
+  expires_at: number;
+  voided_at: number | null;
+  scanned_at: number | null;
+}
+
+const toRecord = (row: LabelRow): LabelRecord => ({
+  id: row.id,
+  accountId: row.account_id,
+  shipmentId: row.shipment_id,
+  trackingNumber: row.tracking_number,
+  carrier: row.carrier,
+  format: row.format,
+  size: row.size,
+  status: row.status,
+  createdAt: row.created_at,
+  expiresAt: row.expires_at,
+  voidedAt: row.voided_at,
+  scannedAt: row.scanned_at,
+});
+
+export class LabelStore {
+  private readonly insertStatement;
+  private readonly selectInAccount;
+  private readonly selectAnywhere;
+  private readonly selectByTrackingNumber;
+  private readonly trackingNumberTaken;
+  private readonly voidStatement;
+  private readonly scanStatement;
+
+  constructor(db: Db) {
+    this.insertStatement = db.prepare(
+      `INSERT INTO labels (id, account_id, shipment_id, tracking_number, carrier, format, size, status, created_at, expires_at)
+       VALUES (@id, @accountId, @shipmentId, @trackingNumber, @carrier, @format, @size, 'active', @createdAt, @expiresAt)`,
+    );
+    this.selectInAccount = db.prepare<[string, string], LabelRow>(
+      'SELECT * FROM labels WHERE id = ? AND account_id = ?',
+    );
+    this.selectAnywhere = db.prepare<[string], LabelRow>('SELECT * FROM labels WHERE id = ?');
+    this.selectByTrackingNumber = db.prepare<[string], LabelRow>(
+      'SELECT * FROM labels WHERE tracking_number = ?',
+    );
+    this.trackingNumberTaken = db.prepare<[string], { one: number }>(
+      'SELECT 1 AS one FROM labels WHERE tracking_number = ?',
+    );
+    this.voidStatement = db.prepare("UPDATE labels SET status = 'voided', voided_at = @at WHERE id = @id");
+    this.scanStatement = db.prepare(
+      'UPDATE labels SET scanned_at = @at WHERE id = @id AND scanned_at IS NULL',
+    );
+  }
+
+  insert(label: Omit<LabelRecord, 'status' | 'voidedAt' | 'scannedAt'>): LabelRecord {
+    this.insertStatement.run(label);
+    return { ...label, status: 'active', voidedAt: null, scannedAt: null };
+  }
+
+  /** The label if it exists in this account; another account's label does not exist here. */
+  find(accountId: string, id: string): LabelRecord | undefined {
+    const row = this.selectInAccount.get(id, accountId);
+    return row && toRecord(row);
+  }
+
+  /** For pre-signed URLs, which carry their own authority instead of an account's key. */
+  findAnywhere(id: string): LabelRecord | undefined {
+    const row = this.selectAnywhere.get(id);
+    return row && toRecord(row);
+  }
+
+  findByTrackingNumber(trackingNumber: string): LabelRecord | undefined {
+    const row = this.selectByTrackingNumber.get(trackingNumber);
+    return row && toRecord(row);
+  }
+
+  isTrackingNumberTaken(trackingNumber: string): boolean {
+    return this.trackingNumberTaken.get(trackingNumber) !== undefined;
+  }
+
+  markVoided(label: LabelRecord, at: number): LabelRecord {
+    this.voidStatement.run({ id: label.id, at });
+    return { ...label, status: 'voided', voidedAt: at };
+  }
+
+  /** The hook tracking calls on the carrier's first scan; later scans keep the first time. */
+  markScanned(labelId: string, at: number): void {
+    this.scanStatement.run({ id: labelId, at });
+  }
+}
