@@ -9,8 +9,10 @@ import { errorHandler, routeNotFound } from './http/error-handler.js';
 import { cdnRoutes, labelRoutes } from './labels/routes.js';
 import { rateRoutes } from './rates/routes.js';
 import { sandboxRoutes } from './sandbox/routes.js';
+import { trackingControlRoutes } from './sandbox/tracking-routes.js';
 import { shipmentRoutes } from './shipments/routes.js';
 import type { State } from './state.js';
+import { trackingRoutes } from './tracking/routes.js';
 
 export const API_VERSION_PREFIX = '/v1';
 
@@ -34,8 +36,10 @@ export function createApp(state: State) {
   app.route(API_VERSION_PREFIX, shipmentRoutes(state));
   app.route(API_VERSION_PREFIX, labelRoutes(state));
   app.route(API_VERSION_PREFIX, rateRoutes(state));
+  app.route(API_VERSION_PREFIX, trackingRoutes(state));
   app.route('/cdn', cdnRoutes(state, realNow));
   app.route('/_sandbox', sandboxRoutes(state));
+  app.route('/_sandbox', trackingControlRoutes(state));
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearerAuth', {
     type: 'http',

@@ -110,6 +110,15 @@ export const SETTINGS = {
       .transform((u) => u.replace(/\/+$/, ''))
       .optional(),
   },
+  scenariosDir: {
+    flag: 'scenarios-dir',
+    env: 'SANDBOX_SCENARIOS_DIR',
+    kind: 'string',
+    placeholder: 'path',
+    defaultText: 'none',
+    description: 'a directory of your own scenario files (YAML or JSON); the built-in scenarios/ always load',
+    schema: z.string().trim().min(1, 'must not be empty').optional(),
+  },
   logLevel: {
     flag: 'log-level',
     env: 'LOG_LEVEL',

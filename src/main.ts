@@ -2,6 +2,7 @@
 import { DEFAULT_ACCOUNT } from './accounts/accounts.js';
 import { type CommandLine, ConfigError, helpText, parseCommandLine } from './config.js';
 import { createLogger } from './logger.js';
+import { ScenarioFileError } from './scenarios/scenario-file.js';
 import { startSandbox } from './server.js';
 
 /** The command line: flags and environment -> config -> open the database -> serve -> banner. */
@@ -27,6 +28,11 @@ async function main(): Promise<void> {
     sandbox = await startSandbox(config, logger);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
+    if (error instanceof ScenarioFileError) {
+      process.stderr.write(`shipping-sandbox: a scenario file is invalid:\n${error.message}\n`);
+      process.exitCode = 2;
+      return;
+    }
     const reason =
       code === 'EADDRINUSE'
         ? `port ${config.port} on ${config.host} is already in use (choose another with --port, or 0 for any free port)`

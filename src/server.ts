@@ -6,7 +6,8 @@ import { createApp } from './app.js';
 import type { Config } from './config.js';
 import { databaseLocation, openDatabase } from './db/database.js';
 import { createLogger } from './logger.js';
-import { createState, type State } from './state.js';
+import { loadScenarios } from './scenarios/scenario-file.js';
+import { createState, type State, scenarioDirectories } from './state.js';
 
 export interface RunningSandbox {
   /** `http://host:port`, with the port really bound. */
@@ -24,12 +25,14 @@ export async function startSandbox(
   config: Config,
   logger: Logger = createLogger(config.logLevel),
 ): Promise<RunningSandbox> {
+  // Scenario files first: a bad one stops start-up before anything is opened.
+  const scenarios = loadScenarios(scenarioDirectories(config));
   const location = databaseLocation(config);
   const db = openDatabase(location);
-  const state = createState(db, config, logger);
+  const state = createState(db, config, logger, scenarios);
   seedDefaultAccount(state.accounts, Date.now(), config.clockSpeed);
   const app = createApp(state);
-  state.scheduler.start();
+  await state.scheduler.start();
 
   let server: ServerType;
   const info = await new Promise<AddressInfo>((resolve, reject) => {

@@ -1,13 +1,16 @@
 import type { Logger } from 'pino';
 import { AccountStore } from './accounts/store.js';
-import { Scheduler } from './clock/scheduler.js';
+import { type Job, Scheduler } from './clock/scheduler.js';
 import type { Config } from './config.js';
 import type { Db } from './db/database.js';
 import { EventStore } from './events/store.js';
 import { LabelFiles } from './labels/label-files.js';
 import { UrlSigner } from './labels/signed-url.js';
 import { LabelStore } from './labels/store.js';
+import { BUILTIN_SCENARIOS_DIR, type Scenario } from './scenarios/scenario-file.js';
 import { ShipmentStore } from './shipments/store.js';
+import { TrackingStore } from './tracking/store.js';
+import { runScheduledStep, type StepPayload, TRACKING_STEP } from './tracking/tracking.js';
 
 /** Everything the domain code works on: the database, its stores and the settings. */
 export interface State {
@@ -20,14 +23,23 @@ export interface State {
   labelFiles: LabelFiles;
   urlSigner: UrlSigner;
   scheduler: Scheduler;
+  tracking: TrackingStore;
+  /** The scenarios by name: the built-in ones and the user's (`--scenarios-dir`). */
+  scenarios: ReadonlyMap<string, Scenario>;
   logger: Logger;
   /** The real wall clock that account clocks are derived from; tests replace it. */
   realNow: () => number;
 }
 
-export function createState(db: Db, config: Config, logger: Logger, realNow: () => number = Date.now): State {
+export function createState(
+  db: Db,
+  config: Config,
+  logger: Logger,
+  scenarios: ReadonlyMap<string, Scenario>,
+  realNow: () => number = Date.now,
+): State {
   const accounts = new AccountStore(db);
-  return {
+  const state: State = {
     db,
     config,
     logger,
@@ -39,7 +51,16 @@ export function createState(db: Db, config: Config, logger: Logger, realNow: () 
     labels: new LabelStore(db),
     labelFiles: new LabelFiles(),
     urlSigner: new UrlSigner(db),
+    tracking: new TrackingStore(db),
+    scenarios,
   };
+  state.scheduler.register(TRACKING_STEP, (job: Job<StepPayload>) => runScheduledStep(state, job));
+  return state;
+}
+
+/** The built-in scenarios, then the user's directory, whose files replace built-in ones of the same name. */
+export function scenarioDirectories(config: Config): string[] {
+  return config.scenariosDir ? [BUILTIN_SCENARIOS_DIR, config.scenariosDir] : [BUILTIN_SCENARIOS_DIR];
 }
 
 /** Who is acting and when: the account, and the instant its clock read for this request. */

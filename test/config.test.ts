@@ -17,6 +17,7 @@ describe('command line', () => {
       seed: 'sandbox',
       clockSpeed: 1,
       cdnUrl: undefined,
+      scenariosDir: undefined,
       logLevel: 'info',
     });
   });
@@ -30,6 +31,7 @@ describe('command line', () => {
       SANDBOX_SEED: 'abc',
       SANDBOX_CLOCK_SPEED: '3600',
       SANDBOX_CDN_URL: 'https://cdn.example.test/',
+      SANDBOX_SCENARIOS_DIR: './my-scenarios',
       LOG_LEVEL: 'debug',
     });
     expect(config).toEqual({
@@ -40,6 +42,7 @@ describe('command line', () => {
       seed: 'abc',
       clockSpeed: 3600,
       cdnUrl: 'https://cdn.example.test',
+      scenariosDir: './my-scenarios',
       logLevel: 'debug',
     });
   });

@@ -5,9 +5,13 @@ import { DEFAULT_ACCOUNT, seedDefaultAccount } from '../src/accounts/accounts.js
 import { createApp } from '../src/app.js';
 import { type Config, testConfig } from '../src/config.js';
 import { openDatabase } from '../src/db/database.js';
-import { createState, type State } from '../src/state.js';
+import { loadScenarios } from '../src/scenarios/scenario-file.js';
+import { createState, type State, scenarioDirectories } from '../src/state.js';
 
 export const DEFAULT_KEY = DEFAULT_ACCOUNT.api_key.value;
+
+/** Loaded once per test file: every sandbox of the file shares them. */
+const BUILTIN_SCENARIOS = loadScenarios(scenarioDirectories(testConfig()));
 
 /** A logger whose lines tests can read. */
 export function capturingLogger() {
@@ -31,7 +35,8 @@ export function createTestSandbox(overrides: Partial<Config> = {}) {
   const db = openDatabase(':memory:');
   const wall = { now: Date.UTC(2026, 10, 22, 8, 0, 0) };
   const { logger, lines } = capturingLogger();
-  const state: State = createState(db, config, logger, () => wall.now);
+  const scenarios = config.scenariosDir ? loadScenarios(scenarioDirectories(config)) : BUILTIN_SCENARIOS;
+  const state: State = createState(db, config, logger, scenarios, () => wall.now);
   seedDefaultAccount(state.accounts, wall.now, config.clockSpeed);
   const app = createApp(state);
 

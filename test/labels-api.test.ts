@@ -256,6 +256,8 @@ describe('DELETE /v1/labels/:id', () => {
 
   it('refuses after the 30-day window', async () => {
     const sandbox = await frozenSandbox();
+    // A parcel never handed to the carrier: the label stays unscanned, so only the window decides.
+    await sandbox.call('POST', '/_sandbox/account', { body: { default_scenario: 'stuck_pre_transit' } });
     const { label } = await labelFor(sandbox);
     await sandbox.call('POST', '/_sandbox/clock/advance', { body: { by: '30d' } });
     const atLimit = await labelFor(sandbox);

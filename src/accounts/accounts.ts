@@ -25,7 +25,14 @@ export const DEFAULT_ACCOUNT = DefaultAccountFixture.parse(
 /** Creates the default account and its key unless they exist; a revoked default key stays revoked. */
 export function seedDefaultAccount(store: AccountStore, realNow: number, clockSpeed: number): void {
   const { id, name, plan, api_key } = DEFAULT_ACCOUNT;
-  store.insert({ id, name, plan, createdAt: realNow, clock: startClock(realNow, clockSpeed) });
+  store.insert({
+    id,
+    name,
+    plan,
+    createdAt: realNow,
+    clock: startClock(realNow, clockSpeed),
+    defaultScenario: 'standard',
+  });
   store.insertApiKey(
     { id: api_key.id, accountId: id, name: api_key.name, scopes: [...SCOPES], createdAt: realNow },
     api_key.value,
@@ -46,6 +53,7 @@ export function createAccount(
     plan: options.plan ?? 'growth',
     createdAt: realNow,
     clock: startClock(realNow, clockSpeed),
+    defaultScenario: 'standard',
   };
   const apiKey = newKeyValue();
   store.insert(account);

@@ -9,6 +9,8 @@ export interface Account {
   plan: Plan;
   createdAt: number;
   clock: ClockState;
+  /** The scenario a new label starts. */
+  defaultScenario: string;
 }
 
 export interface ApiKeyRecord {
@@ -31,6 +33,7 @@ interface AccountRow {
   clock_anchor_virtual: number;
   clock_speed: number;
   clock_frozen: number;
+  default_scenario: string;
 }
 
 interface KeyRow {
@@ -58,6 +61,7 @@ const toAccount = (row: AccountRow): Account => ({
     speed: row.clock_speed,
     frozen: row.clock_frozen === 1,
   },
+  defaultScenario: row.default_scenario,
 });
 
 const toKey = (row: KeyRow): ApiKeyRecord => ({
@@ -78,11 +82,13 @@ export class AccountStore {
   private readonly selectAccount;
   private readonly selectByKeyHash;
   private readonly updateClockStatement;
+  private readonly updateSettingsStatement;
 
   constructor(db: Db) {
     this.insertAccount = db.prepare(
-      `INSERT INTO accounts (id, name, plan, created_at, clock_anchor_real, clock_anchor_virtual, clock_speed, clock_frozen)
-       VALUES (@id, @name, @plan, @createdAt, @anchorReal, @anchorVirtual, @speed, @frozen)
+      `INSERT INTO accounts (id, name, plan, created_at, clock_anchor_real, clock_anchor_virtual, clock_speed,
+         clock_frozen, default_scenario)
+       VALUES (@id, @name, @plan, @createdAt, @anchorReal, @anchorVirtual, @speed, @frozen, @defaultScenario)
        ON CONFLICT (id) DO NOTHING`,
     );
     this.insertKey = db.prepare(
@@ -100,6 +106,9 @@ export class AccountStore {
       `UPDATE accounts SET clock_anchor_real = @anchorReal, clock_anchor_virtual = @anchorVirtual,
          clock_speed = @speed, clock_frozen = @frozen WHERE id = @id`,
     );
+    this.updateSettingsStatement = db.prepare(
+      'UPDATE accounts SET plan = @plan, default_scenario = @defaultScenario WHERE id = @id',
+    );
   }
 
   /** Inserts the account unless one with this id exists (so seeding is idempotent). */
@@ -109,6 +118,7 @@ export class AccountStore {
       name: account.name,
       plan: account.plan,
       createdAt: account.createdAt,
+      defaultScenario: account.defaultScenario,
       ...account.clock,
       frozen: account.clock.frozen ? 1 : 0,
     });
@@ -147,6 +157,10 @@ export class AccountStore {
       revoked_at: row.key_revoked_at,
     });
     return { account: toAccount(row), key };
+  }
+
+  saveSettings(account: Pick<Account, 'id' | 'plan' | 'defaultScenario'>): void {
+    this.updateSettingsStatement.run(account);
   }
 
   saveClock(accountId: string, clock: ClockState): void {

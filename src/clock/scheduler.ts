@@ -62,6 +62,7 @@ export class Scheduler {
   private readonly nextDueStatement;
   private readonly markStatement;
   private readonly cancelBySubjectStatement;
+  private readonly cancelByIdStatement;
   private readonly pendingBySubjectStatement;
   private readonly accountsWithWorkStatement;
   private readonly resetRunningStatement;
@@ -85,6 +86,9 @@ export class Scheduler {
     );
     this.cancelBySubjectStatement = db.prepare(
       "UPDATE jobs SET state = 'cancelled', finished_at = @at WHERE subject = @subject AND state = 'pending' AND kind = @kind",
+    );
+    this.cancelByIdStatement = db.prepare(
+      "UPDATE jobs SET state = 'cancelled', finished_at = @at WHERE id = @id AND state = 'pending'",
     );
     this.pendingBySubjectStatement = db.prepare<[string, string], JobRow>(
       `SELECT seq, id, account_id, kind, subject, payload, due_at FROM jobs
@@ -126,6 +130,10 @@ export class Scheduler {
   /** Drops the pending jobs of a kind about a subject (a voided label's scenario, say). */
   cancel(kind: string, subject: string, at: number): void {
     this.cancelBySubjectStatement.run({ kind, subject, at });
+  }
+
+  cancelJob(id: string, at: number): void {
+    this.cancelByIdStatement.run({ id, at });
   }
 
   pending<P>(kind: string, subject: string): Job<P>[] {
@@ -193,11 +201,14 @@ export class Scheduler {
     }
   }
 
-  /** Starts the background timer; jobs left `running` by a crash run again, overdue ones run now. */
-  start(): void {
+  /**
+   * Starts the background timer. Jobs left `running` by a crash run again, and everything overdue on
+   * its account's clock runs before the returned promise resolves.
+   */
+  start(): Promise<void> {
     this.resetRunningStatement.run();
     this.stopped = false;
-    this.wake();
+    return this.tick();
   }
 
   async stop(): Promise<void> {

@@ -90,16 +90,12 @@ export function countryName(code: string): string {
   return regionNames.of(code) ?? code;
 }
 
-/**
- * Plain printable ASCII, for barcode payloads and the MaxiCode message: accents dropped, anything
- * else a question mark. `^`, `~` and `_` are ZPL's and bwip-js's control characters, so they go too.
- */
+/** Plain printable ASCII, for barcode payloads and the MaxiCode message: accents dropped, anything else `?`. */
 export function plainAscii(text: string): string {
   return text
     .normalize('NFD')
     .replace(/\p{M}/gu, '')
-    .replace(/[^\x20-\x7e]/g, '?')
-    .replace(/[\^~_]/g, ' ');
+    .replace(/[^\x20-\x7e]/g, '?');
 }
 
 export type TwoDimensionalSymbology = 'maxicode' | 'pdf417' | 'datamatrix';
@@ -611,48 +607,53 @@ export async function barcodeShapes(item: BarcodeItem): Promise<BarcodeShape[]> 
   }
 }
 
-/** MaxiCode is hexagons and a bullseye, which only bwip-js's drawing interface hands out. */
+// MaxiCode geometry (ISO/IEC 16023) in module widths: 33 rows of 30 hexagons with vertical sides,
+// odd rows shifted half a module right, rows √3/2 apart, and a bullseye of three rings in the middle.
+const HEX_HEIGHT = 2 / Math.sqrt(3);
+const ROW_PITCH = Math.sqrt(3) / 2;
+const HEX_INK = 0.88;
+const MAXICODE_WIDTH = 30.5;
+const MAXICODE_HEIGHT = 32 * ROW_PITCH + HEX_HEIGHT;
+const BULLSEYE: ReadonlyArray<readonly [number, number]> = [
+  [1, 0.5],
+  [2.5, 1.75],
+  [3.75, 3],
+];
+
+/**
+ * bwip-js encodes the symbol; its modules are placed here on the standard grid. (bwip-js's own
+ * drawing squeezes the rows closer, and a decoder that samples the standard grid misreads it.)
+ */
 function maxiCodeShapes(bwipjs: Bwip, item: BarcodeItem): BarcodeShape[] {
-  let scale = 1;
+  const [symbol] = bwipjs.raw('maxicode', item.data, `mode=${item.maxicode?.mode ?? 4}`);
+  const dark = (symbol as { pixs?: number[] } | undefined)?.pixs ?? [];
+  const scale = Math.min(item.width / MAXICODE_WIDTH, item.height / MAXICODE_HEIGHT);
   const round = (value: number) => Math.round(value * 100) / 100;
-  const point = ([x, y]: readonly [number, number]): [number, number] => [
+  const at = (x: number, y: number): [number, number] => [
     round(item.x + x * scale),
     round(item.y + y * scale),
   ];
-  const shapes: BarcodeShape[] = [];
-  // bwip-js draws each ring as its two circles, then fills.
-  let circles: Array<{ cx: number; cy: number; r: number }> = [];
-  const options = { bcid: 'maxicode', text: item.data, mode: item.maxicode?.mode ?? 4, scale: 1 };
-  bwipjs.render(options as Parameters<Bwip['render']>[0], {
-    scale: () => null,
-    measure: () => ({ width: 0, ascent: 0, descent: 0 }),
-    init: (width, height) => {
-      scale = Math.min(item.width / width, item.height / height);
-    },
-    line: () => {},
-    polygon: (points) => {
-      shapes.push({ kind: 'polygon', points: points.map(point) });
-    },
-    hexagon: (points) => {
-      shapes.push({ kind: 'polygon', points: points.map(point) });
-    },
-    ellipse: (cx, cy, rx) => {
-      circles.push({ cx, cy, r: rx });
-    },
-    fill: () => {
-      if (circles.length === 0) return;
-      const radii = circles.map((circle) => circle.r);
-      const [first] = circles;
-      if (first) {
-        const [cx, cy] = point([first.cx, first.cy]);
-        const outer = round(Math.max(...radii) * scale);
-        const inner = circles.length > 1 ? round(Math.min(...radii) * scale) : 0;
-        shapes.push({ kind: 'ring', cx, cy, outer, inner });
-      }
-      circles = [];
-    },
-    text: () => {},
-    end: () => undefined,
+  const shapes: BarcodeShape[] = dark.map((index) => {
+    const row = Math.floor(index / 30);
+    const cx = (index % 30) + 0.5 + (row % 2) * 0.5;
+    const cy = row * ROW_PITCH + HEX_HEIGHT / 2;
+    // Printed hexagons are a little smaller than the grid, leaving the gaps a MaxiCode shows.
+    const [w2, h2, h4] = [HEX_INK / 2, (HEX_INK * HEX_HEIGHT) / 2, (HEX_INK * HEX_HEIGHT) / 4];
+    return {
+      kind: 'polygon',
+      points: [
+        at(cx, cy - h2),
+        at(cx + w2, cy - h4),
+        at(cx + w2, cy + h4),
+        at(cx, cy + h2),
+        at(cx - w2, cy + h4),
+        at(cx - w2, cy - h4),
+      ],
+    };
   });
+  const [cx, cy] = at(MAXICODE_WIDTH / 2, MAXICODE_HEIGHT / 2);
+  for (const [outer, inner] of BULLSEYE) {
+    shapes.push({ kind: 'ring', cx, cy, outer: round(outer * scale), inner: round(inner * scale) });
+  }
   return shapes;
 }

@@ -4,6 +4,7 @@ import { DAY, formatTimestamp } from '../http/time.js';
 import { getShipment } from '../shipments/shipments.js';
 import type { ShipmentRecord } from '../shipments/store.js';
 import type { Actor, State } from '../state.js';
+import { findScenario, startScenario, TRACKING_STEP } from '../tracking/tracking.js';
 import type { CreateLabelInput, Label, VoidedLabel } from './schema.js';
 import type { LabelRecord } from './store.js';
 import { trackingNumberFor } from './tracking-number.js';
@@ -92,6 +93,9 @@ export async function generateLabel(
     expiresAt: actor.now + LABEL_URL_VALIDITY_MS,
     voidedAt: null,
     scannedAt: null,
+    scenario: null,
+    trackingStatus: null,
+    estimatedDelivery: null,
   };
   await state.labelFiles.get(label, shipment);
 
@@ -99,11 +103,13 @@ export async function generateLabel(
     const current = getShipment(state, actor, shipment.id);
     assertLabelable(current);
     const stored = state.labels.insert(label);
-    state.shipments.setLabel(current, 'label_generated', {
+    const linked = state.shipments.setLabel(current, 'label_generated', {
       labelId: id,
       trackingNumber: label.trackingNumber,
     });
     state.events.record(actor.accountId, 'label.generated', presentLabel(state, stored, cdnBase), actor.now);
+    const account = state.accounts.find(actor.accountId);
+    startScenario(state, actor, stored, linked, findScenario(state, account?.defaultScenario ?? 'standard'));
     return stored;
   })();
 }
@@ -166,6 +172,7 @@ export function voidWithinTransaction(
   refund: 'refund' | 'refund_if_eligible',
 ): VoidedLabel & { shipment: ShipmentRecord } {
   const voided = state.labels.markVoided(label, actor.now);
+  state.scheduler.cancel(TRACKING_STEP, label.id, actor.now);
   const eligible =
     refund === 'refund' || (label.scannedAt === null && actor.now - label.createdAt <= VOID_WINDOW_MS);
   const body: VoidedLabel = {

@@ -1,4 +1,5 @@
 import type { Db } from '../db/database.js';
+import type { TrackingStatus } from '../tracking/statuses.js';
 
 export type LabelFormat = 'pdf' | 'png' | 'zpl';
 export type LabelSize = '4x6' | '4x8' | 'letter';
@@ -17,6 +18,10 @@ export interface LabelRecord {
   expiresAt: number;
   voidedAt: number | null;
   scannedAt: number | null;
+  /** The scenario last started for it, its current tracking status and delivery estimate. */
+  scenario: string | null;
+  trackingStatus: TrackingStatus | null;
+  estimatedDelivery: number | null;
 }
 
 interface LabelRow {
@@ -32,6 +37,9 @@ interface LabelRow {
   expires_at: number;
   voided_at: number | null;
   scanned_at: number | null;
+  scenario: string | null;
+  tracking_status: TrackingStatus | null;
+  estimated_delivery: number | null;
 }
 
 const toRecord = (row: LabelRow): LabelRecord => ({
@@ -47,6 +55,9 @@ const toRecord = (row: LabelRow): LabelRecord => ({
   expiresAt: row.expires_at,
   voidedAt: row.voided_at,
   scannedAt: row.scanned_at,
+  scenario: row.scenario,
+  trackingStatus: row.tracking_status,
+  estimatedDelivery: row.estimated_delivery,
 });
 
 export class LabelStore {
@@ -79,9 +90,19 @@ export class LabelStore {
     );
   }
 
-  insert(label: Omit<LabelRecord, 'status' | 'voidedAt' | 'scannedAt'>): LabelRecord {
-    this.insertStatement.run(label);
-    return { ...label, status: 'active', voidedAt: null, scannedAt: null };
+  insert(label: LabelRecord): LabelRecord {
+    this.insertStatement.run({
+      id: label.id,
+      accountId: label.accountId,
+      shipmentId: label.shipmentId,
+      trackingNumber: label.trackingNumber,
+      carrier: label.carrier,
+      format: label.format,
+      size: label.size,
+      createdAt: label.createdAt,
+      expiresAt: label.expiresAt,
+    });
+    return label;
   }
 
   /** The label if it exists in this account; another account's label does not exist here. */

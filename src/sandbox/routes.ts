@@ -1,5 +1,6 @@
 import { createRoute } from '@hono/zod-openapi';
 import { createAccount } from '../accounts/accounts.js';
+import type { Account } from '../accounts/store.js';
 import { advanceClock, readClock, setClock } from '../clock/account-clock.js';
 import { EVENT_TYPES } from '../events/store.js';
 import { ApiError, invalidParameter } from '../http/errors.js';
@@ -7,8 +8,11 @@ import { parseLimit } from '../http/query.js';
 import { COMMON_ERRORS, createRouter, errorResponses, jsonBody, jsonResponse } from '../http/router.js';
 import { formatTimestamp } from '../http/time.js';
 import type { State } from '../state.js';
+import { findScenario } from '../tracking/tracking.js';
 import {
   AccountCreatedSchema,
+  AccountSchema,
+  AccountSettingsSchema,
   AdvanceClockSchema,
   AdvancedClockSchema,
   ClockSchema,
@@ -59,6 +63,46 @@ export function sandboxRoutes(state: State) {
         },
         201,
       );
+    },
+  );
+
+  router.openapi(
+    createRoute({
+      method: 'get',
+      path: '/account',
+      tags,
+      summary: 'The account of the calling key',
+      security,
+      responses: { 200: jsonResponse(AccountSchema, 'The account'), ...errorResponses(...SANDBOX_ERRORS) },
+    }),
+    (c) => c.json(presentAccount(c.get('auth').account), 200),
+  );
+
+  router.openapi(
+    createRoute({
+      method: 'post',
+      path: '/account',
+      tags,
+      summary: "Change the account's plan or default scenario",
+      security,
+      request: { body: jsonBody(AccountSettingsSchema) },
+      responses: {
+        200: jsonResponse(AccountSchema, 'The account'),
+        ...errorResponses(...SANDBOX_ERRORS, 422),
+      },
+    }),
+    (c) => {
+      const change = c.req.valid('json');
+      const { account } = c.get('auth');
+      if (change.default_scenario !== undefined)
+        findScenario(state, change.default_scenario, 'default_scenario');
+      const updated = {
+        ...account,
+        plan: change.plan ?? account.plan,
+        defaultScenario: change.default_scenario ?? account.defaultScenario,
+      };
+      state.accounts.saveSettings(updated);
+      return c.json(presentAccount(updated), 200);
     },
   );
 
@@ -135,4 +179,14 @@ export function sandboxRoutes(state: State) {
   );
 
   return router;
+}
+
+function presentAccount(account: Account) {
+  return {
+    id: account.id,
+    name: account.name,
+    plan: account.plan,
+    default_scenario: account.defaultScenario,
+    created_at: formatTimestamp(account.createdAt),
+  };
 }

@@ -68,3 +68,21 @@ export const EventListQuerySchema = z.object({
 });
 
 export const EventListSchema = z.object({ data: z.array(EventSchema) }).openapi('EventList');
+
+export const AccountSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    plan: z.enum(PLANS),
+    default_scenario: z.string().openapi({ description: 'the scenario a new label starts' }),
+    created_at: TimestampSchema,
+  })
+  .openapi('Account');
+
+export const AccountSettingsSchema = z
+  .object({
+    plan: z.enum(PLANS).optional(),
+    default_scenario: z.string().min(1, 'must not be empty').optional().openapi({ example: 'express' }),
+  })
+  .strict()
+  .openapi('AccountSettings');

@@ -1,0 +1,194 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import { actorOf } from '../http/context.js';
+import { createRouter, errorResponses, jsonBody, jsonResponse } from '../http/router.js';
+import { TimestampSchema } from '../http/schema.js';
+import type { Actor, State } from '../state.js';
+import { TrackingNumberParam, TrackingSchema, TrackingStatusSchema } from '../tracking/schema.js';
+import {
+  activeLabelOf,
+  advanceTracking,
+  appendCustomEvent,
+  labelByTrackingNumber,
+  switchScenario,
+} from '../tracking/tracking.js';
+
+const security = [{ bearerAuth: [] }];
+const tags = ['Sandbox controls'];
+const ERRORS = [400, 401, 404, 422, 500] as const;
+
+const ShipmentIdParam = z.object({
+  id: z.string().openapi({ param: { name: 'id', in: 'path' }, example: 'shp_01JD…' }),
+});
+
+const ScenarioRequestSchema = z
+  .object({ name: z.string().min(1, 'must not be empty').openapi({ example: 'exception_then_delivered' }) })
+  .strict()
+  .openapi('ScenarioRequest');
+
+const ScenarioStartedSchema = z
+  .object({
+    shipment_id: z.string(),
+    tracking_number: z.string(),
+    scenario: z.string(),
+    steps: z.array(
+      z.object({
+        status: TrackingStatusSchema,
+        description: z.string(),
+        location: z.string(),
+        occurred_at: TimestampSchema,
+      }),
+    ),
+  })
+  .openapi('ScenarioStarted');
+
+const AdvanceRequestSchema = z
+  .object({ status: TrackingStatusSchema.openapi({ example: 'delivered' }) })
+  .strict()
+  .openapi('TrackingAdvanceRequest');
+
+const CustomEventSchema = z
+  .object({
+    status: TrackingStatusSchema,
+    description: z
+      .string()
+      .trim()
+      .min(1, 'must not be empty')
+      .max(200, 'must be at most 200 characters')
+      .optional(),
+    location: z
+      .string()
+      .trim()
+      .min(1, 'must not be empty')
+      .max(100, 'must be at most 100 characters')
+      .optional(),
+  })
+  .strict()
+  .openapi('CustomTrackingEvent');
+
+const ScenarioListSchema = z
+  .object({
+    data: z.array(
+      z.object({
+        name: z.string(),
+        description: z.string(),
+        steps: z.array(
+          z.object({
+            after: z.number().openapi({ description: 'seconds after the previous step' }),
+            status: TrackingStatusSchema,
+            description: z.string().optional(),
+            at: z.string().optional(),
+          }),
+        ),
+      }),
+    ),
+  })
+  .openapi('ScenarioList');
+
+/**
+ * QA's levers on tracking: start another scenario, jump to a status, or add an event. Each works by
+ * shipment id and by tracking number.
+ */
+export function trackingControlRoutes(state: State) {
+  const router = createRouter();
+
+  router.openapi(
+    createRoute({
+      method: 'get',
+      path: '/scenarios',
+      tags,
+      summary: 'The scenarios a label can play',
+      security,
+      responses: { 200: jsonResponse(ScenarioListSchema, 'Scenarios'), ...errorResponses(401, 500) },
+    }),
+    (c) =>
+      c.json(
+        {
+          data: [...state.scenarios.values()].map((scenario) => ({
+            name: scenario.name,
+            description: scenario.description,
+            steps: scenario.steps.map((step) => ({
+              after: step.afterMs / 1000,
+              status: step.status,
+              ...(step.description === undefined ? {} : { description: step.description }),
+              ...(step.at === undefined ? {} : { at: step.at }),
+            })),
+          })),
+        },
+        200,
+      ),
+  );
+
+  const byShipment = (actor: Actor, id: string) => activeLabelOf(state, actor, id);
+  const byNumber = (actor: Actor, n: string) => labelByTrackingNumber(state, actor, n);
+
+  for (const [prefix, params, find] of [
+    [
+      '/shipments/{id}',
+      ShipmentIdParam,
+      (actor: Actor, p: Record<string, string>) => byShipment(actor, p.id ?? ''),
+    ],
+    [
+      '/tracking/{tracking_number}',
+      TrackingNumberParam,
+      (actor: Actor, p: Record<string, string>) => byNumber(actor, p.tracking_number ?? ''),
+    ],
+  ] as const) {
+    const subject = prefix.startsWith('/shipments') ? 'a shipment' : 'a tracking number';
+
+    router.openapi(
+      createRoute({
+        method: 'post',
+        path: `${prefix}/scenario`,
+        tags,
+        summary: `Play another scenario for ${subject}, from now`,
+        security,
+        request: { params, body: jsonBody(ScenarioRequestSchema) },
+        responses: {
+          200: jsonResponse(ScenarioStartedSchema, 'The planned steps'),
+          ...errorResponses(...ERRORS),
+        },
+      }),
+      (c) => {
+        const actor = actorOf(c.get('auth'));
+        const label = find(actor, c.req.valid('param') as Record<string, string>);
+        return c.json(switchScenario(state, actor, label, c.req.valid('json').name), 200);
+      },
+    );
+
+    router.openapi(
+      createRoute({
+        method: 'post',
+        path: `${prefix}/advance`,
+        tags,
+        summary: `Advance ${subject} to a tracking status, playing every step on the way`,
+        security,
+        request: { params, body: jsonBody(AdvanceRequestSchema) },
+        responses: { 200: jsonResponse(TrackingSchema, 'The tracking record'), ...errorResponses(...ERRORS) },
+      }),
+      (c) => {
+        const actor = actorOf(c.get('auth'));
+        const label = find(actor, c.req.valid('param') as Record<string, string>);
+        return c.json(advanceTracking(state, actor, label, c.req.valid('json').status), 200);
+      },
+    );
+
+    router.openapi(
+      createRoute({
+        method: 'post',
+        path: `${prefix}/events`,
+        tags,
+        summary: `Append a custom tracking event to ${subject}`,
+        security,
+        request: { params, body: jsonBody(CustomEventSchema) },
+        responses: { 201: jsonResponse(TrackingSchema, 'The tracking record'), ...errorResponses(...ERRORS) },
+      }),
+      (c) => {
+        const actor = actorOf(c.get('auth'));
+        const label = find(actor, c.req.valid('param') as Record<string, string>);
+        return c.json(appendCustomEvent(state, actor, label, c.req.valid('json')), 201);
+      },
+    );
+  }
+
+  return router;
+}

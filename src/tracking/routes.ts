@@ -1,0 +1,28 @@
+import { createRoute } from '@hono/zod-openapi';
+import { requireScope } from '../http/auth.js';
+import { actorOf } from '../http/context.js';
+import { COMMON_ERRORS, createRouter, errorResponses, jsonResponse } from '../http/router.js';
+import type { State } from '../state.js';
+import { TrackingNumberParam, TrackingSchema } from './schema.js';
+import { getTracking } from './tracking.js';
+
+export function trackingRoutes(state: State) {
+  const router = createRouter();
+  router.openapi(
+    createRoute({
+      method: 'get',
+      path: '/tracking/{tracking_number}',
+      tags: ['Tracking'],
+      summary: 'Track a parcel by its tracking number, whatever the carrier',
+      security: [{ bearerAuth: [] }],
+      middleware: [requireScope('shipments:read')] as const,
+      request: { params: TrackingNumberParam },
+      responses: {
+        200: jsonResponse(TrackingSchema, 'The tracking record'),
+        ...errorResponses(...COMMON_ERRORS, 404),
+      },
+    }),
+    (c) => c.json(getTracking(state, actorOf(c.get('auth')), c.req.valid('param').tracking_number), 200),
+  );
+  return router;
+}

@@ -1,0 +1,30 @@
+import { z } from '@hono/zod-openapi';
+import { TimestampSchema } from '../http/schema.js';
+import { TRACKING_STATUSES } from './statuses.js';
+
+export const TrackingStatusSchema = z.enum(TRACKING_STATUSES);
+
+export const TrackingEventSchema = z
+  .object({
+    status: TrackingStatusSchema,
+    description: z.string().openapi({ example: 'Arrived at Facility' }),
+    location: z.string().openapi({ example: 'Memphis, TN, US' }),
+    occurred_at: TimestampSchema,
+  })
+  .openapi('TrackingEvent');
+
+export const TrackingSchema = z
+  .object({
+    tracking_number: z.string(),
+    carrier: z.string(),
+    status: TrackingStatusSchema,
+    estimated_delivery: TimestampSchema,
+    events: z.array(TrackingEventSchema).openapi({ description: 'newest first' }),
+  })
+  .openapi('Tracking');
+
+export const TrackingNumberParam = z.object({
+  tracking_number: z
+    .string()
+    .openapi({ param: { name: 'tracking_number', in: 'path' }, example: '9400100000000000000150' }),
+});

@@ -1,0 +1,62 @@
+import type { Db } from '../db/database.js';
+import type { TrackingStatus } from './statuses.js';
+
+export interface TrackingEventRecord {
+  status: TrackingStatus;
+  description: string;
+  location: string;
+  occurredAt: number;
+}
+
+/** A label's tracking: its events, and the status and estimate kept on the label row. */
+export class TrackingStore {
+  private readonly insertEvent;
+  private readonly selectEvents;
+  private readonly countEvents;
+  private readonly updateLabel;
+  private readonly updateEstimate;
+
+  constructor(db: Db) {
+    this.insertEvent = db.prepare(
+      `INSERT INTO tracking_events (account_id, label_id, status, description, location, occurred_at)
+       VALUES (@accountId, @labelId, @status, @description, @location, @occurredAt)`,
+    );
+    this.selectEvents = db.prepare<
+      [string],
+      { status: TrackingStatus; description: string; location: string; occurred_at: number }
+    >(
+      'SELECT status, description, location, occurred_at FROM tracking_events WHERE label_id = ? ORDER BY seq DESC',
+    );
+    this.countEvents = db.prepare<[string], { n: number }>(
+      'SELECT count(*) AS n FROM tracking_events WHERE label_id = ?',
+    );
+    this.updateLabel = db.prepare('UPDATE labels SET tracking_status = @status WHERE id = @labelId');
+    this.updateEstimate = db.prepare(
+      'UPDATE labels SET scenario = @scenario, estimated_delivery = @estimatedDelivery WHERE id = @labelId',
+    );
+  }
+
+  /** Appends an event and makes its status the label's current one. */
+  append(accountId: string, labelId: string, event: TrackingEventRecord): void {
+    this.insertEvent.run({ accountId, labelId, ...event });
+    this.updateLabel.run({ labelId, status: event.status });
+  }
+
+  /** Newest first. */
+  events(labelId: string): TrackingEventRecord[] {
+    return this.selectEvents.all(labelId).map((row) => ({
+      status: row.status,
+      description: row.description,
+      location: row.location,
+      occurredAt: row.occurred_at,
+    }));
+  }
+
+  hasEvents(labelId: string): boolean {
+    return (this.countEvents.get(labelId)?.n ?? 0) > 0;
+  }
+
+  setScenario(labelId: string, scenario: string, estimatedDelivery: number): void {
+    this.updateEstimate.run({ labelId, scenario, estimatedDelivery });
+  }
+}

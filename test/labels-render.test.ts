@@ -1,0 +1,337 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { PDFDocument } from 'pdf-lib';
+import { getDocument } from 'pdfjs-dist/legacy/build/pdf.mjs';
+import pngjs from 'pngjs';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { prepareZXingModule, type ReadResult, readBarcodes } from 'zxing-wasm/reader';
+import type { Address } from '../src/shipments/schema.js';
+import {
+  type BarcodeItem,
+  type LabelDocument,
+  type LabelSize,
+  layoutLabel,
+  PAGE_SIZES,
+  routingCode,
+  SAMPLE_MARK,
+  textWidth,
+  weightText,
+} from '../src/labels/label-document.js';
+import { renderLabel } from '../src/labels/render.js';
+import { renderZpl } from '../src/labels/render-zpl.js';
+import { trackingNumberFor } from '../src/labels/tracking-number.js';
+
+const require = createRequire(import.meta.url);
+
+const FROM: Address = {
+  name: 'Ada Lovelace',
+  company: 'Analytical Engines Ltd',
+  address1: '417 Montgomery St',
+  address2: 'Floor 5',
+  city: 'San Francisco',
+  state: 'CA',
+  zip: '94104',
+  country: 'US',
+};
+const TO_US: Address = {
+  name: 'Zoë Müller',
+  address1: '1600 Amphitheatre Pkwy',
+  city: 'Mountain View',
+  state: 'CA',
+  zip: '94043-1351',
+  country: 'US',
+};
+const TO_GB: Address = {
+  name: 'Grace Hopper',
+  address1: '10 Downing Street',
+  city: 'London',
+  state: 'LND',
+  zip: 'SW1A 2AA',
+  country: 'GB',
+};
+
+const CARRIERS = {
+  ups: { name: 'UPS', service: { code: 'ground', name: 'Ground' } },
+  usps: { name: 'USPS', service: { code: 'priority', name: 'Priority Mail' } },
+  fedex: { name: 'FedEx', service: { code: 'fedex_2day', name: 'FedEx 2Day' } },
+  dhl_express: { name: 'DHL Express', service: { code: 'express_worldwide', name: 'Express Worldwide' } },
+} as const;
+type Carrier = keyof typeof CARRIERS;
+
+const SIZES: LabelSize[] = ['4x6', '4x8', 'letter'];
+/** Each size drawn for a different carrier, so every carrier's 2D symbol is seen too. */
+const CASES: Array<[LabelSize, Carrier]> = [
+  ['4x6', 'ups'],
+  ['4x8', 'fedex'],
+  ['letter', 'usps'],
+  ['4x6', 'dhl_express'],
+];
+const SYMBOLOGY: Record<Carrier, string> = { ups: 'MaxiCode', fedex: 'PDF417', usps: 'DataMatrix', dhl_express: 'PDF417' };
+
+function labelDoc(
+  carrier: Carrier,
+  size: LabelSize,
+  format: LabelDocument['format'],
+  changes: Partial<LabelDocument> = {},
+): LabelDocument {
+  const labelId = changes.labelId ?? 'lbl_01JD3S5Z7QK2N8W4X6Y9A0B1C2';
+  return {
+    labelId,
+    trackingNumber: trackingNumberFor(carrier, labelId),
+    carrier: { slug: carrier, name: CARRIERS[carrier].name },
+    service: CARRIERS[carrier].service,
+    from: FROM,
+    to: TO_US,
+    parcel: { weight: 1200, length: 30, width: 20, height: 10 },
+    reference: 'order-1042',
+    createdAt: Date.UTC(2026, 10, 22, 8, 23, 14),
+    size,
+    format,
+    ...changes,
+  };
+}
+
+describe('label layout', () => {
+  it('routes on the 5-digit ZIP in the US and on postal code and country elsewhere', () => {
+    expect(routingCode(TO_US)).toBe('ZIP 94043');
+    expect(routingCode(TO_GB)).toBe('SW1A 2AA GB');
+  });
+
+  it('gives the weight in kilograms and pounds', () => {
+    expect(weightText(1200)).toBe('1.20 KG / 2.65 LB');
+  });
+
+  it.each(SIZES)('keeps every text of a %s label inside its span and the page, even for long addresses', (size) => {
+    const long = 'Wolfeschlegelsteinhausenbergerdorff Hubert Blaine Zeus Wolfe Jr '.repeat(2).slice(0, 100);
+    const doc = labelDoc('ups', size, 'pdf', {
+      from: { ...FROM, name: long, address1: long },
+      to: { ...TO_GB, name: long, company: long, address1: long, address2: long, city: long.slice(0, 60) },
+      reference: long,
+    });
+    const layout = layoutLabel(doc);
+    expect([layout.width, layout.height]).toEqual([PAGE_SIZES[size].widthDots, PAGE_SIZES[size].heightDots]);
+    for (const item of layout.items) {
+      if (item.kind === 'text') {
+        expect(textWidth(item.text, item.size, item.bold), item.text).toBeLessThanOrEqual(item.width);
+        expect(item.x + item.width).toBeLessThanOrEqual(layout.width);
+        expect(item.baseline).toBeLessThanOrEqual(layout.height);
+      } else {
+        expect(item.x + item.width, item.kind).toBeLessThanOrEqual(layout.width);
+        expect(item.y + item.height, item.kind).toBeLessThanOrEqual(layout.height);
+      }
+    }
+  });
+
+  it("picks each carrier's 2D symbol", () => {
+    const symbols = Object.keys(CARRIERS).map(
+      (carrier) =>
+        layoutLabel(labelDoc(carrier as Carrier, '4x6', 'pdf')).items.find(
+          (item): item is BarcodeItem => item.kind === 'barcode' && item.symbology !== 'code128',
+        )?.symbology,
+    );
+    expect(symbols).toEqual(['maxicode', 'datamatrix', 'pdf417', 'pdf417']);
+  });
+});
+
+async function pdfText(bytes: Uint8Array): Promise<string> {
+  const pdf = await getDocument({
+    data: new Uint8Array(bytes),
+    standardFontDataUrl: require.resolve('pdfjs-dist/package.json').replace(/package\.json$/, 'standard_fonts/'),
+    isEvalSupported: false,
+  }).promise;
+  const page = await pdf.getPage(1);
+  const content = await page.getTextContent();
+  const text = content.items.map((item) => ('str' in item ? item.str : '')).join('\n');
+  await pdf.destroy();
+  return text;
+}
+
+describe('PDF labels', () => {
+  it.each(CASES)('are %s pages (%s)', async (size, carrier) => {
+    const { bytes, contentType, extension } = await renderLabel(labelDoc(carrier, size, 'pdf'));
+    expect([contentType, extension]).toEqual(['application/pdf', 'pdf']);
+    const pdf = await PDFDocument.load(bytes);
+    expect(pdf.getPageCount()).toBe(1);
+    const { width, height } = pdf.getPage(0).getSize();
+    expect([width, height]).toEqual([PAGE_SIZES[size].widthPt, PAGE_SIZES[size].heightPt]);
+    expect(pdf.getCreationDate()?.getTime()).toBe(Date.UTC(2026, 10, 22, 8, 23, 14));
+  });
+
+  it.each(CASES)('carry the label text, %s (%s)', async (size, carrier) => {
+    const doc = labelDoc(carrier, size, 'pdf');
+    const text = await pdfText((await renderLabel(doc)).bytes);
+    for (const expected of [
+      doc.trackingNumber,
+      `TRACKING #: ${doc.trackingNumber}`,
+      FROM.name,
+      TO_US.name.toUpperCase(),
+      doc.service.name.toUpperCase(),
+      'REF: order-1042',
+      'ZIP 94043',
+      '1.20 KG / 2.65 LB',
+      CARRIERS[carrier].name,
+      SAMPLE_MARK,
+    ]) {
+      expect(text).toContain(expected);
+    }
+  });
+
+  it('are the same bytes for the same label, and differ for another label', async () => {
+    const doc = labelDoc('ups', '4x6', 'pdf');
+    const first = (await renderLabel(doc)).bytes;
+    const again = (await renderLabel(structuredClone(doc))).bytes;
+    expect(Buffer.from(again).equals(Buffer.from(first))).toBe(true);
+    const other = (await renderLabel(labelDoc('ups', '4x6', 'pdf', { labelId: 'lbl_01JD3S5Z7QK2N8W4X6Y9A0B1C3' }))).bytes;
+    expect(Buffer.from(other).equals(Buffer.from(first))).toBe(false);
+  });
+
+  it('print characters outside Helvetica as ? rather than fail', async () => {
+    const doc = labelDoc('dhl_express', '4x6', 'pdf', { to: { ...TO_GB, name: 'Łukasz Иванов' } });
+    expect(await pdfText((await renderLabel(doc)).bytes)).toContain('?UKASZ ??????');
+  });
+});
+
+let zxingReady: Promise<unknown> | undefined;
+
+/** The barcodes a real reader (ZXing) finds in a PNG, in the whole image or in one region of it. */
+async function readPng(
+  bytes: Uint8Array,
+  formats: string[],
+  region?: { x: number; y: number; width: number; height: number },
+): Promise<ReadResult[]> {
+  zxingReady ??= prepareZXingModule({
+    overrides: { wasmBinary: readFileSync(require.resolve('zxing-wasm/reader/zxing_reader.wasm')).buffer as ArrayBuffer },
+    fireImmediately: true,
+  });
+  await zxingReady;
+  const png = pngjs.PNG.sync.read(Buffer.from(bytes));
+  const { x, y, width, height } = region ?? { x: 0, y: 0, width: png.width, height: png.height };
+  const data = new Uint8ClampedArray(width * height * 4);
+  for (let row = 0; row < height; row++) {
+    const start = ((y + row) * png.width + x) * 4;
+    data.set(png.data.subarray(start, start + width * 4), row * width * 4);
+  }
+  const image = { data, width, height, colorSpace: 'srgb' } as ImageData;
+  // MaxiCode is only read on its own (ZXing's "pure" mode), which is what the region is for.
+  return readBarcodes(image, { formats: formats as never, tryHarder: true, isPure: formats.includes('MaxiCode') });
+}
+
+/** The region of a layout's 2D symbol, with a quiet margin and none of the rules around it. */
+function symbolRegion(doc: LabelDocument) {
+  const item = layoutLabel(doc).items.find(
+    (candidate): candidate is BarcodeItem => candidate.kind === 'barcode' && candidate.symbology !== 'code128',
+  );
+  if (!item) throw new Error('no 2D symbol');
+  return { x: item.x - 8, y: item.y - 6, width: item.width - 30, height: item.height + 12 };
+}
+
+describe('PNG labels', () => {
+  it.each(CASES)('are 203-dpi images of a %s page (%s)', async (size, carrier) => {
+    const { bytes, contentType, extension } = await renderLabel(labelDoc(carrier, size, 'png'));
+    expect([contentType, extension]).toEqual(['image/png', 'png']);
+    const png = pngjs.PNG.sync.read(Buffer.from(bytes));
+    expect([png.width, png.height]).toEqual([PAGE_SIZES[size].widthDots, PAGE_SIZES[size].heightDots]);
+    const expected = { '4x6': [812, 1218], '4x8': [812, 1624], letter: [1726, 2233] }[size];
+    expect([png.width, png.height]).toEqual(expected);
+  });
+
+  it.each(CASES)('have a Code 128 of the tracking number and a 2D symbol that a reader decodes, %s (%s)', async (size, carrier) => {
+    const doc = labelDoc(carrier, size, 'png');
+    const { bytes } = await renderLabel(doc);
+    const linear = await readPng(bytes, ['Code128']);
+    expect(linear.map((result) => result.text)).toEqual([doc.trackingNumber]);
+    const symbol = SYMBOLOGY[carrier];
+    const matrix = await readPng(bytes, [symbol], symbolRegion(doc));
+    expect(matrix.map((result) => result.format)).toEqual([symbol]);
+    expect(matrix[0]?.text).toContain(doc.trackingNumber);
+  });
+
+  it('encode a UPS structured carrier message in the MaxiCode, mode 3 abroad', async () => {
+    const doc = labelDoc('ups', '4x6', 'png', { to: TO_GB });
+    const [maxicode] = await readPng((await renderLabel(doc)).bytes, ['MaxiCode'], symbolRegion(doc));
+    expect(maxicode?.text).toMatch(/^\[\)>\x1e01\x1d96SW1A2A\x1d826\x1d003\x1d1Z/);
+  });
+
+  it('are the same bytes for the same label', async () => {
+    const doc = labelDoc('fedex', '4x8', 'png');
+    const first = (await renderLabel(doc)).bytes;
+    const again = (await renderLabel(structuredClone(doc))).bytes;
+    expect(Buffer.from(again).equals(Buffer.from(first))).toBe(true);
+  });
+});
+
+/** `^FD` field data with the `^FH_` hex escapes undone. */
+function fieldTexts(zpl: string): string[] {
+  return [...zpl.matchAll(/\^FD(.*?)\^FS/gs)].map(([, data = '']) =>
+    Buffer.from(
+      data.replace(/_([0-9A-F]{2})/g, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16))),
+      'latin1',
+    ).toString('utf8'),
+  );
+}
+
+describe('ZPL labels', () => {
+  it.each(SIZES)('are one %s label for a 203-dpi printer', async (size) => {
+    const doc = labelDoc('ups', size, 'zpl');
+    const { bytes, contentType, extension } = await renderLabel(doc);
+    expect([contentType, extension]).toEqual(['application/zpl', 'zpl']);
+    const zpl = new TextDecoder().decode(bytes);
+    expect(zpl).toBe(renderZpl(doc));
+    expect(zpl.startsWith('^XA')).toBe(true);
+    expect(zpl.trimEnd().endsWith('^XZ')).toBe(true);
+    expect(zpl.match(/\^XA/g)).toHaveLength(1);
+    expect(zpl.match(/\^XZ/g)).toHaveLength(1);
+    expect(Number(/\^PW(\d+)/.exec(zpl)?.[1])).toBe(PAGE_SIZES[size].widthDots);
+    expect(Number(/\^LL(\d+)/.exec(zpl)?.[1])).toBe(PAGE_SIZES[size].heightDots);
+    expect(zpl).toMatch(new RegExp(`\\^BC[^\\^]*\\^FH_\\^FD${doc.trackingNumber}\\^FS`));
+    expect(zpl).toContain('^BD2');
+    const texts = fieldTexts(zpl);
+    expect(texts).toContain(SAMPLE_MARK);
+    expect(texts).toContain(TO_US.name.toUpperCase());
+  });
+
+  it('escape ZPL control characters and UTF-8 in field data', () => {
+    const doc = labelDoc('fedex', '4x6', 'zpl', { to: { ...TO_US, name: 'A^B~C_D Ünal' }, reference: '^XZ' });
+    const zpl = renderZpl(doc);
+    expect(zpl.match(/\^XZ/g)).toHaveLength(1);
+    for (const [, data = ''] of zpl.matchAll(/\^FD(.*?)\^FS/gs)) expect(data).toMatch(/^[\x20-\x7e]*$/);
+    const texts = fieldTexts(zpl);
+    expect(texts).toContain('A^B~C_D ÜNAL');
+    expect(texts).toContain('REF: ^XZ');
+  });
+
+  describe('rendered by a ZPL viewer (zpl-renderer-js, Zebrash in WebAssembly)', () => {
+    let render: (zpl: string, size: LabelSize) => Promise<Uint8Array>;
+
+    beforeAll(async () => {
+      const { ready } = await import('zpl-renderer-js');
+      const { api } = await ready;
+      render = async (zpl, size) => {
+        const { widthIn, heightIn } = PAGE_SIZES[size];
+        try {
+          return Buffer.from(await api.zplToBase64Async(zpl, widthIn * 25.4, heightIn * 25.4, 8), 'base64');
+        } catch (error) {
+          // Its errors carry the whole inlined module as a stack; the message is what matters.
+          throw new Error(String(error instanceof Error ? error.message : error).slice(0, 300));
+        }
+      };
+    }, 60_000);
+
+    it.each([...CASES, ['4x6', 'ups', TO_GB] as const])(
+      'draws a %s %s label whose barcodes a reader decodes',
+      async (size, carrier, to = TO_US) => {
+        const doc = labelDoc(carrier, size, 'zpl', { to });
+        const image = await render(renderZpl(doc), size);
+        const png = pngjs.PNG.sync.read(Buffer.from(image));
+        // The viewer rounds millimetres at 8 dots a millimetre, so it may add a dot.
+        expect(Math.abs(png.width - PAGE_SIZES[size].widthDots)).toBeLessThanOrEqual(2);
+        expect(Math.abs(png.height - PAGE_SIZES[size].heightDots)).toBeLessThanOrEqual(3);
+        const linear = await readPng(image, ['Code128']);
+        expect(linear.map((result) => result.text)).toEqual([doc.trackingNumber]);
+        const matrix = await readPng(image, [SYMBOLOGY[carrier]], symbolRegion(doc));
+        expect(matrix[0]?.text).toContain(doc.trackingNumber);
+      },
+      60_000,
+    );
+  });
+});
