@@ -10,9 +10,11 @@ import { cdnRoutes, labelRoutes } from './labels/routes.js';
 import { rateRoutes } from './rates/routes.js';
 import { sandboxRoutes } from './sandbox/routes.js';
 import { trackingControlRoutes } from './sandbox/tracking-routes.js';
+import { webhookControlRoutes } from './sandbox/webhook-routes.js';
 import { shipmentRoutes } from './shipments/routes.js';
 import type { State } from './state.js';
 import { trackingRoutes } from './tracking/routes.js';
+import { webhookRoutes } from './webhooks/routes.js';
 
 export const API_VERSION_PREFIX = '/v1';
 
@@ -37,9 +39,11 @@ export function createApp(state: State) {
   app.route(API_VERSION_PREFIX, labelRoutes(state));
   app.route(API_VERSION_PREFIX, rateRoutes(state));
   app.route(API_VERSION_PREFIX, trackingRoutes(state));
+  app.route(API_VERSION_PREFIX, webhookRoutes(state));
   app.route('/cdn', cdnRoutes(state, realNow));
   app.route('/_sandbox', sandboxRoutes(state));
   app.route('/_sandbox', trackingControlRoutes(state));
+  app.route('/_sandbox', webhookControlRoutes(state));
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearerAuth', {
     type: 'http',

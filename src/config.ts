@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
+import { durationMillis } from './clock/duration.js';
 
 /**
  * Every setting of the sandbox in one table: its flag, its environment variable, its default and
@@ -17,6 +18,16 @@ const booleanText = z
     'must be true or false',
   )
   .transform((v) => ['1', 'true', 'yes', 'on'].includes(v));
+
+/** A duration flag: `10s`, `500ms`, `1m`, or seconds. */
+const durationText = z.string().transform((text, ctx) => {
+  const millis = durationMillis(text);
+  if (millis === undefined) {
+    ctx.addIssue({ code: 'custom', message: 'must be a duration such as 10s, 500ms or 1m' });
+    return z.NEVER;
+  }
+  return millis;
+});
 
 const port = z.coerce
   .number({ message: 'must be a number' })
@@ -118,6 +129,48 @@ export const SETTINGS = {
     defaultText: 'none',
     description: 'a directory of your own scenario files (YAML or JSON); the built-in scenarios/ always load',
     schema: z.string().trim().min(1, 'must not be empty').optional(),
+  },
+  allowHttpWebhooks: {
+    flag: 'allow-http-webhooks',
+    env: 'SANDBOX_ALLOW_HTTP_WEBHOOKS',
+    kind: 'boolean',
+    defaultText: 'off',
+    description: 'accept plain http:// webhook URLs on any host (loopback hosts are always accepted)',
+    schema: booleanText.default(false),
+  },
+  webhookTimeoutMs: {
+    flag: 'webhook-timeout',
+    env: 'SANDBOX_WEBHOOK_TIMEOUT',
+    kind: 'string',
+    placeholder: 'duration',
+    defaultText: '10s',
+    description: 'how long a webhook receiver may take to answer (real time, not the account clock)',
+    schema: durationText
+      .prefault('10s')
+      .refine((ms) => ms >= 1 && ms <= 120_000, 'must be between 1ms and 2m'),
+  },
+  webhookRetries: {
+    flag: 'webhook-retries',
+    env: 'SANDBOX_WEBHOOK_RETRIES',
+    kind: 'string',
+    placeholder: 'list',
+    defaultText: '1m,5m,30m,2h,8h',
+    description:
+      "delays before each retry of a failed webhook delivery, on the account clock (the specification's ladder)",
+    schema: z
+      .string()
+      .default('1m,5m,30m,2h,8h')
+      .transform((text, ctx) => {
+        const delays = text.split(',').map((part) => durationMillis(part));
+        if (delays.length > 20 || delays.some((d) => d === undefined || d < 0)) {
+          ctx.addIssue({
+            code: 'custom',
+            message: 'must be up to 20 durations separated by commas, such as 1m,5m,30m',
+          });
+          return z.NEVER;
+        }
+        return delays as number[];
+      }),
   },
   logLevel: {
     flag: 'log-level',

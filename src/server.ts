@@ -32,6 +32,7 @@ export async function startSandbox(
   const state = createState(db, config, logger, scenarios);
   seedDefaultAccount(state.accounts, Date.now(), config.clockSpeed);
   const app = createApp(state);
+  state.delivery.resumeInterrupted();
   await state.scheduler.start();
 
   let server: ServerType;

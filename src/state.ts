@@ -11,6 +11,8 @@ import { BUILTIN_SCENARIOS_DIR, type Scenario } from './scenarios/scenario-file.
 import { ShipmentStore } from './shipments/store.js';
 import { TrackingStore } from './tracking/store.js';
 import { runScheduledStep, type StepPayload, TRACKING_STEP } from './tracking/tracking.js';
+import { WEBHOOK_ATTEMPT, WebhookDelivery } from './webhooks/delivery.js';
+import { WebhookStore } from './webhooks/store.js';
 
 /** Everything the domain code works on: the database, its stores and the settings. */
 export interface State {
@@ -23,6 +25,8 @@ export interface State {
   labelFiles: LabelFiles;
   urlSigner: UrlSigner;
   scheduler: Scheduler;
+  webhooks: WebhookStore;
+  delivery: WebhookDelivery;
   tracking: TrackingStore;
   /** The scenarios by name: the built-in ones and the user's (`--scenarios-dir`). */
   scenarios: ReadonlyMap<string, Scenario>;
@@ -39,13 +43,18 @@ export function createState(
   realNow: () => number = Date.now,
 ): State {
   const accounts = new AccountStore(db);
+  const scheduler = new Scheduler(db, accounts, logger, realNow);
+  const webhooks = new WebhookStore(db);
+  const delivery = new WebhookDelivery(db, webhooks, accounts, scheduler, config, logger);
   const state: State = {
     db,
     config,
     logger,
     realNow,
     accounts,
-    scheduler: new Scheduler(db, accounts, logger, realNow),
+    scheduler,
+    webhooks,
+    delivery,
     shipments: new ShipmentStore(db),
     events: new EventStore(db),
     labels: new LabelStore(db),
@@ -55,6 +64,9 @@ export function createState(
     scenarios,
   };
   state.scheduler.register(TRACKING_STEP, (job: Job<StepPayload>) => runScheduledStep(state, job));
+  state.scheduler.register(WEBHOOK_ATTEMPT, (job: Job<{ attemptId: string }>) => delivery.onDue(job));
+  state.scheduler.addSettler((accountId) => delivery.settled(accountId));
+  state.events.onRecorded((accountId, envelope, now) => delivery.fanOut(accountId, envelope, now));
   return state;
 }
 

@@ -18,6 +18,9 @@ describe('command line', () => {
       clockSpeed: 1,
       cdnUrl: undefined,
       scenariosDir: undefined,
+      allowHttpWebhooks: false,
+      webhookTimeoutMs: 10_000,
+      webhookRetries: [60_000, 300_000, 1_800_000, 7_200_000, 28_800_000],
       logLevel: 'info',
     });
   });
@@ -32,6 +35,9 @@ describe('command line', () => {
       SANDBOX_CLOCK_SPEED: '3600',
       SANDBOX_CDN_URL: 'https://cdn.example.test/',
       SANDBOX_SCENARIOS_DIR: './my-scenarios',
+      SANDBOX_ALLOW_HTTP_WEBHOOKS: '1',
+      SANDBOX_WEBHOOK_TIMEOUT: '500ms',
+      SANDBOX_WEBHOOK_RETRIES: '10s, 1m',
       LOG_LEVEL: 'debug',
     });
     expect(config).toEqual({
@@ -43,6 +49,9 @@ describe('command line', () => {
       clockSpeed: 3600,
       cdnUrl: 'https://cdn.example.test',
       scenariosDir: './my-scenarios',
+      allowHttpWebhooks: true,
+      webhookTimeoutMs: 500,
+      webhookRetries: [10_000, 60_000],
       logLevel: 'debug',
     });
   });
@@ -73,6 +82,10 @@ describe('command line', () => {
     [['--cdn-url', 'ftp://x.test'], /--cdn-url/],
     [['--frobnicate'], /Unknown option '--frobnicate'.*--help/],
     [['--port'], /--port/],
+    [['--webhook-timeout', 'soon'], /--webhook-timeout.*duration/],
+    [['--webhook-timeout', '5m'], /--webhook-timeout.*between/],
+    [['--webhook-retries', '1m,,5m'], /--webhook-retries/],
+    [['--webhook-retries', '1m,later'], /--webhook-retries/],
   ])('stops on bad flags with a clear message: %j', (argv, message) => {
     expect(() => parseCommandLine(argv, {})).toThrow(ConfigError);
     expect(() => parseCommandLine(argv, {})).toThrow(message);

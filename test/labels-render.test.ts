@@ -5,7 +5,6 @@ import { getDocument } from 'pdfjs-dist/legacy/build/pdf.mjs';
 import pngjs from 'pngjs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { prepareZXingModule, type ReadResult, readBarcodes } from 'zxing-wasm/reader';
-import type { Address } from '../src/shipments/schema.js';
 import {
   type BarcodeItem,
   type LabelDocument,
@@ -20,6 +19,7 @@ import {
 import { renderLabel } from '../src/labels/render.js';
 import { renderZpl } from '../src/labels/render-zpl.js';
 import { trackingNumberFor } from '../src/labels/tracking-number.js';
+import type { Address } from '../src/shipments/schema.js';
 
 const require = createRequire(import.meta.url);
 
@@ -66,7 +66,12 @@ const CASES: Array<[LabelSize, Carrier]> = [
   ['letter', 'usps'],
   ['4x6', 'dhl_express'],
 ];
-const SYMBOLOGY: Record<Carrier, string> = { ups: 'MaxiCode', fedex: 'PDF417', usps: 'DataMatrix', dhl_express: 'PDF417' };
+const SYMBOLOGY: Record<Carrier, string> = {
+  ups: 'MaxiCode',
+  fedex: 'PDF417',
+  usps: 'DataMatrix',
+  dhl_express: 'PDF417',
+};
 
 function labelDoc(
   carrier: Carrier,
@@ -101,26 +106,32 @@ describe('label layout', () => {
     expect(weightText(1200)).toBe('1.20 KG / 2.65 LB');
   });
 
-  it.each(SIZES)('keeps every text of a %s label inside its span and the page, even for long addresses', (size) => {
-    const long = 'Wolfeschlegelsteinhausenbergerdorff Hubert Blaine Zeus Wolfe Jr '.repeat(2).slice(0, 100);
-    const doc = labelDoc('ups', size, 'pdf', {
-      from: { ...FROM, name: long, address1: long },
-      to: { ...TO_GB, name: long, company: long, address1: long, address2: long, city: long.slice(0, 60) },
-      reference: long,
-    });
-    const layout = layoutLabel(doc);
-    expect([layout.width, layout.height]).toEqual([PAGE_SIZES[size].widthDots, PAGE_SIZES[size].heightDots]);
-    for (const item of layout.items) {
-      if (item.kind === 'text') {
-        expect(textWidth(item.text, item.size, item.bold), item.text).toBeLessThanOrEqual(item.width);
-        expect(item.x + item.width).toBeLessThanOrEqual(layout.width);
-        expect(item.baseline).toBeLessThanOrEqual(layout.height);
-      } else {
-        expect(item.x + item.width, item.kind).toBeLessThanOrEqual(layout.width);
-        expect(item.y + item.height, item.kind).toBeLessThanOrEqual(layout.height);
+  it.each(SIZES)(
+    'keeps every text of a %s label inside its span and the page, even for long addresses',
+    (size) => {
+      const long = 'Wolfeschlegelsteinhausenbergerdorff Hubert Blaine Zeus Wolfe Jr '.repeat(2).slice(0, 100);
+      const doc = labelDoc('ups', size, 'pdf', {
+        from: { ...FROM, name: long, address1: long },
+        to: { ...TO_GB, name: long, company: long, address1: long, address2: long, city: long.slice(0, 60) },
+        reference: long,
+      });
+      const layout = layoutLabel(doc);
+      expect([layout.width, layout.height]).toEqual([
+        PAGE_SIZES[size].widthDots,
+        PAGE_SIZES[size].heightDots,
+      ]);
+      for (const item of layout.items) {
+        if (item.kind === 'text') {
+          expect(textWidth(item.text, item.size, item.bold), item.text).toBeLessThanOrEqual(item.width);
+          expect(item.x + item.width).toBeLessThanOrEqual(layout.width);
+          expect(item.baseline).toBeLessThanOrEqual(layout.height);
+        } else {
+          expect(item.x + item.width, item.kind).toBeLessThanOrEqual(layout.width);
+          expect(item.y + item.height, item.kind).toBeLessThanOrEqual(layout.height);
+        }
       }
-    }
-  });
+    },
+  );
 
   it("picks each carrier's 2D symbol", () => {
     const symbols = Object.keys(CARRIERS).map(
@@ -136,7 +147,9 @@ describe('label layout', () => {
 async function pdfText(bytes: Uint8Array): Promise<string> {
   const pdf = await getDocument({
     data: new Uint8Array(bytes),
-    standardFontDataUrl: require.resolve('pdfjs-dist/package.json').replace(/package\.json$/, 'standard_fonts/'),
+    standardFontDataUrl: require
+      .resolve('pdfjs-dist/package.json')
+      .replace(/package\.json$/, 'standard_fonts/'),
     isEvalSupported: false,
   }).promise;
   const page = await pdf.getPage(1);
@@ -181,7 +194,9 @@ describe('PDF labels', () => {
     const first = (await renderLabel(doc)).bytes;
     const again = (await renderLabel(structuredClone(doc))).bytes;
     expect(Buffer.from(again).equals(Buffer.from(first))).toBe(true);
-    const other = (await renderLabel(labelDoc('ups', '4x6', 'pdf', { labelId: 'lbl_01JD3S5Z7QK2N8W4X6Y9A0B1C3' }))).bytes;
+    const other = (
+      await renderLabel(labelDoc('ups', '4x6', 'pdf', { labelId: 'lbl_01JD3S5Z7QK2N8W4X6Y9A0B1C3' }))
+    ).bytes;
     expect(Buffer.from(other).equals(Buffer.from(first))).toBe(false);
   });
 
@@ -200,7 +215,9 @@ async function readPng(
   region?: { x: number; y: number; width: number; height: number },
 ): Promise<ReadResult[]> {
   zxingReady ??= prepareZXingModule({
-    overrides: { wasmBinary: readFileSync(require.resolve('zxing-wasm/reader/zxing_reader.wasm')).buffer as ArrayBuffer },
+    overrides: {
+      wasmBinary: readFileSync(require.resolve('zxing-wasm/reader/zxing_reader.wasm')).buffer as ArrayBuffer,
+    },
     fireImmediately: true,
   });
   await zxingReady;
@@ -213,13 +230,19 @@ async function readPng(
   }
   const image = { data, width, height, colorSpace: 'srgb' } as ImageData;
   // MaxiCode is only read on its own (ZXing's "pure" mode), which is what the region is for.
-  return readBarcodes(image, { formats: formats as never, tryHarder: true, isPure: formats.includes('MaxiCode') });
+  return readBarcodes(image, {
+    formats: formats as never,
+    tryHarder: true,
+    isPure: formats.includes('MaxiCode'),
+    textMode: 'Plain',
+  });
 }
 
 /** The region of a layout's 2D symbol, with a quiet margin and none of the rules around it. */
 function symbolRegion(doc: LabelDocument) {
   const item = layoutLabel(doc).items.find(
-    (candidate): candidate is BarcodeItem => candidate.kind === 'barcode' && candidate.symbology !== 'code128',
+    (candidate): candidate is BarcodeItem =>
+      candidate.kind === 'barcode' && candidate.symbology !== 'code128',
   );
   if (!item) throw new Error('no 2D symbol');
   return { x: item.x - 8, y: item.y - 6, width: item.width - 30, height: item.height + 12 };
@@ -235,21 +258,25 @@ describe('PNG labels', () => {
     expect([png.width, png.height]).toEqual(expected);
   });
 
-  it.each(CASES)('have a Code 128 of the tracking number and a 2D symbol that a reader decodes, %s (%s)', async (size, carrier) => {
-    const doc = labelDoc(carrier, size, 'png');
-    const { bytes } = await renderLabel(doc);
-    const linear = await readPng(bytes, ['Code128']);
-    expect(linear.map((result) => result.text)).toEqual([doc.trackingNumber]);
-    const symbol = SYMBOLOGY[carrier];
-    const matrix = await readPng(bytes, [symbol], symbolRegion(doc));
-    expect(matrix.map((result) => result.format)).toEqual([symbol]);
-    expect(matrix[0]?.text).toContain(doc.trackingNumber);
-  });
+  it.each(CASES)(
+    'have a Code 128 of the tracking number and a 2D symbol that a reader decodes, %s (%s)',
+    async (size, carrier) => {
+      const doc = labelDoc(carrier, size, 'png');
+      const { bytes } = await renderLabel(doc);
+      const linear = await readPng(bytes, ['Code128']);
+      expect(linear.map((result) => result.text)).toEqual([doc.trackingNumber]);
+      const symbol = SYMBOLOGY[carrier];
+      const matrix = await readPng(bytes, [symbol], symbolRegion(doc));
+      expect(matrix.map((result) => result.format)).toEqual([symbol]);
+      expect(matrix[0]?.text).toContain(doc.trackingNumber);
+    },
+  );
 
   it('encode a UPS structured carrier message in the MaxiCode, mode 3 abroad', async () => {
     const doc = labelDoc('ups', '4x6', 'png', { to: TO_GB });
     const [maxicode] = await readPng((await renderLabel(doc)).bytes, ['MaxiCode'], symbolRegion(doc));
-    expect(maxicode?.text).toMatch(/^\[\)>\x1e01\x1d96SW1A2A\x1d826\x1d003\x1d1Z/);
+    // Header, then the primary message: postal code (6 characters), ISO country 826, class of service.
+    expect(maxicode?.text.startsWith('[)>\x1e01\x1d96SW1A2A\x1d826\x1d003\x1d1Z')).toBe(true);
   });
 
   it('are the same bytes for the same label', async () => {
@@ -304,7 +331,8 @@ describe('ZPL labels', () => {
     let render: (zpl: string, size: LabelSize) => Promise<Uint8Array>;
 
     beforeAll(async () => {
-      const { ready } = await import('zpl-renderer-js');
+      // Through require, so that Node loads it as it is and vitest does not look for its missing source map.
+      const { ready } = require('zpl-renderer-js') as typeof import('zpl-renderer-js');
       const { api } = await ready;
       render = async (zpl, size) => {
         const { widthIn, heightIn } = PAGE_SIZES[size];

@@ -536,7 +536,7 @@ describe('GET /v1/shipments', () => {
       const page = await list(sandbox, `?limit=4${cursor ? `&cursor=${cursor}` : ''}`);
       seen.push(...ids(page.data));
       cursor = page.meta.cursor;
-    } while (cursor);
+    } while (cursor && seen.length <= created.length);
     expect(seen).toEqual(ids(created).reverse());
   });
 
@@ -733,6 +733,26 @@ describe('DELETE /v1/shipments/:id', () => {
     expect(read.json.cancelled_at).toBe(first.json.cancelled_at);
     expect(await events(sandbox, 'shipment.cancelled')).toHaveLength(1);
   });
+
+  it.each(['in_transit', 'delivered'])(
+    'answers 422 shipment_not_cancellable to a %s shipment and leaves it alone',
+    async (status) => {
+      const sandbox = createTestSandbox();
+      const shipment = await create(sandbox);
+      // Tracking moves shipments there; setting the status directly keeps this test about the cancel rule.
+      sandbox.db.prepare('UPDATE shipments SET status = ? WHERE id = ?').run(status, shipment.id);
+
+      expectError(
+        await sandbox.call('DELETE', `/v1/shipments/${shipment.id}`),
+        422,
+        'shipment_not_cancellable',
+      );
+
+      const read = await sandbox.call('GET', `/v1/shipments/${shipment.id}`);
+      expect([read.json.status, read.json.cancelled_at]).toEqual([status, null]);
+      expect(await events(sandbox, 'shipment.cancelled')).toEqual([]);
+    },
+  );
 
   it('answers 404 not_found for an unknown id', async () => {
     const sandbox = createTestSandbox();

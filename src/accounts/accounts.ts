@@ -32,6 +32,7 @@ export function seedDefaultAccount(store: AccountStore, realNow: number, clockSp
     createdAt: realNow,
     clock: startClock(realNow, clockSpeed),
     defaultScenario: 'standard',
+    webhookRetrySchedule: null,
   });
   store.insertApiKey(
     { id: api_key.id, accountId: id, name: api_key.name, scopes: [...SCOPES], createdAt: realNow },
@@ -54,6 +55,7 @@ export function createAccount(
     createdAt: realNow,
     clock: startClock(realNow, clockSpeed),
     defaultScenario: 'standard',
+    webhookRetrySchedule: null,
   };
   const apiKey = newKeyValue();
   store.insert(account);

@@ -11,6 +11,8 @@ export interface Account {
   clock: ClockState;
   /** The scenario a new label starts. */
   defaultScenario: string;
+  /** Milliseconds before each webhook retry, or null for the server's ladder. */
+  webhookRetrySchedule: number[] | null;
 }
 
 export interface ApiKeyRecord {
@@ -34,6 +36,7 @@ interface AccountRow {
   clock_speed: number;
   clock_frozen: number;
   default_scenario: string;
+  webhook_retry_schedule: string | null;
 }
 
 interface KeyRow {
@@ -62,6 +65,8 @@ const toAccount = (row: AccountRow): Account => ({
     frozen: row.clock_frozen === 1,
   },
   defaultScenario: row.default_scenario,
+  webhookRetrySchedule:
+    row.webhook_retry_schedule === null ? null : (JSON.parse(row.webhook_retry_schedule) as number[]),
 });
 
 const toKey = (row: KeyRow): ApiKeyRecord => ({
@@ -107,7 +112,8 @@ export class AccountStore {
          clock_speed = @speed, clock_frozen = @frozen WHERE id = @id`,
     );
     this.updateSettingsStatement = db.prepare(
-      'UPDATE accounts SET plan = @plan, default_scenario = @defaultScenario WHERE id = @id',
+      `UPDATE accounts SET plan = @plan, default_scenario = @defaultScenario,
+         webhook_retry_schedule = @webhookRetrySchedule WHERE id = @id`,
     );
   }
 
@@ -159,8 +165,14 @@ export class AccountStore {
     return { account: toAccount(row), key };
   }
 
-  saveSettings(account: Pick<Account, 'id' | 'plan' | 'defaultScenario'>): void {
-    this.updateSettingsStatement.run(account);
+  saveSettings(account: Pick<Account, 'id' | 'plan' | 'defaultScenario' | 'webhookRetrySchedule'>): void {
+    this.updateSettingsStatement.run({
+      id: account.id,
+      plan: account.plan,
+      defaultScenario: account.defaultScenario,
+      webhookRetrySchedule:
+        account.webhookRetrySchedule === null ? null : JSON.stringify(account.webhookRetrySchedule),
+    });
   }
 
   saveClock(accountId: string, clock: ClockState): void {

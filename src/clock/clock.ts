@@ -1,5 +1,5 @@
-import ms from 'ms';
 import { invalidField, invalidParameter } from '../http/errors.js';
+import { durationMillis } from './duration.js';
 
 /**
  * An account's virtual clock. It is stored as an anchor pair (a real instant and the virtual
@@ -46,17 +46,11 @@ export function moveClockTo(clock: ClockState, target: number, realNow: number):
 
 /**
  * Parses the contract's durations: a number of seconds, or a string such as "90s", "5m", "2h",
- * "3d" (anything the `ms` package reads, so "1.5h" and "2 days" work too). Returns milliseconds.
+ * "3d". Returns milliseconds.
  */
 export function parseDuration(value: unknown, field: string): number {
-  let millis: number | undefined;
-  if (typeof value === 'number') millis = value * 1000;
-  else if (typeof value === 'string' && value.trim() !== '') {
-    const text = value.trim();
-    // `ms` reads a bare number as milliseconds; the contract's bare numbers are seconds.
-    millis = /^\d+(\.\d+)?$/.test(text) ? Number(text) * 1000 : ms(text as ms.StringValue);
-  }
-  if (millis === undefined || !Number.isFinite(millis)) {
+  const millis = durationMillis(value);
+  if (millis === undefined) {
     throw invalidField(
       field,
       `'${field}' must be a number of seconds or a duration such as "90s", "5m", "2h", "3d".`,

@@ -52,6 +52,7 @@ const MAX_SLEEP_MS = 1000;
 
 export class Scheduler {
   private readonly handlers = new Map<string, JobHandler>();
+  private readonly settlers: ((accountId: string) => Promise<void>)[] = [];
   /** The tail of each account's queue of runs. */
   private readonly accountLocks = new Map<string, Promise<unknown>>();
   private timer: NodeJS.Timeout | undefined;
@@ -141,23 +142,41 @@ export class Scheduler {
   }
 
   /**
-   * Runs, in time order, every job of the account due at or before `until`, including jobs those
-   * jobs schedule within the range, then `afterwards` (still holding the account's turn). Resolves
-   * with what ran once all of it has run.
+   * Work a job hands off instead of finishing (a webhook send on the wire). An advance waits for it
+   * to settle, then runs whatever it scheduled that falls due within the advance.
    */
-  runDue(accountId: string, until: number, afterwards?: () => void): Promise<RanJob[]> {
+  addSettler(settle: (accountId: string) => Promise<void>): void {
+    this.settlers.push(settle);
+  }
+
+  /**
+   * Runs, in time order, every job of the account due at or before `until`, including jobs those
+   * jobs schedule within the range, then `afterwards` (still holding the account's turn). With
+   * `settle`, hand-offs are awaited too, as an advance must; the background timer does not wait.
+   * Resolves with what ran.
+   */
+  runDue(
+    accountId: string,
+    until: number,
+    options: { settle?: boolean; afterwards?: () => void } = {},
+  ): Promise<RanJob[]> {
     return this.withAccountLock(accountId, async () => {
       const ran: RanJob[] = [];
-      for (
-        let row = this.nextDueStatement.get(accountId, until);
-        row;
-        row = this.nextDueStatement.get(accountId, until)
-      ) {
-        ran.push(await this.runOne(row));
+      for (;;) {
+        for (let row = this.nextDue(accountId, until); row; row = this.nextDue(accountId, until)) {
+          ran.push(await this.runOne(row));
+        }
+        if (!options.settle) break;
+        await Promise.all(this.settlers.map((settle) => settle(accountId)));
+        if (!this.nextDue(accountId, until)) break;
       }
-      afterwards?.();
+      options.afterwards?.();
       return ran;
     });
+  }
+
+  private nextDue(accountId: string, until: number): JobRow | undefined {
+    return this.nextDueStatement.get(accountId, until);
   }
 
   /**

@@ -121,4 +121,54 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE labels ADD COLUMN estimated_delivery INTEGER;
   ALTER TABLE accounts ADD COLUMN default_scenario TEXT NOT NULL DEFAULT 'standard';
   `,
+  /* 4: webhooks, their delivery attempts, the e-mail outbox */ `
+  -- the exact bytes of each event's envelope: every webhook and every retry sends these
+  ALTER TABLE events ADD COLUMN body TEXT;
+  -- the account's own retry ladder (JSON array of milliseconds), or NULL for the server's
+  ALTER TABLE accounts ADD COLUMN webhook_retry_schedule TEXT;
+
+  CREATE TABLE webhooks (
+    id TEXT PRIMARY KEY,
+    account_id TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+    url TEXT NOT NULL,
+    events TEXT NOT NULL,
+    secret TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('active', 'failed', 'disabled')),
+    created_at INTEGER NOT NULL,
+    deleted_at INTEGER
+  ) STRICT;
+  CREATE INDEX webhooks_by_account ON webhooks (account_id, created_at);
+
+  CREATE TABLE webhook_attempts (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    account_id TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+    webhook_id TEXT NOT NULL REFERENCES webhooks(id) ON DELETE CASCADE,
+    event_id TEXT NOT NULL REFERENCES events(id) ON DELETE CASCADE,
+    attempt INTEGER NOT NULL,
+    redelivery INTEGER NOT NULL DEFAULT 0,
+    status TEXT NOT NULL CHECK (status IN ('scheduled', 'sending', 'succeeded', 'failed', 'cancelled')),
+    scheduled_at INTEGER NOT NULL,
+    sent_at INTEGER,
+    response_status INTEGER,
+    response_excerpt TEXT,
+    duration_ms INTEGER,
+    error TEXT CHECK (error IN ('timeout', 'connection', 'http')),
+    error_message TEXT,
+    next_attempt_at INTEGER
+  ) STRICT;
+  CREATE INDEX webhook_attempts_by_webhook ON webhook_attempts (webhook_id, seq);
+  CREATE INDEX webhook_attempts_by_status ON webhook_attempts (status);
+
+  CREATE TABLE emails (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    account_id TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+    recipient TEXT NOT NULL,
+    subject TEXT NOT NULL,
+    body TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+  ) STRICT;
+  CREATE INDEX emails_by_account ON emails (account_id, seq);
+  `,
 ];

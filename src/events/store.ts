@@ -33,7 +33,8 @@ export class EventStore {
 
   constructor(db: Db) {
     this.insert = db.prepare(
-      'INSERT INTO events (id, account_id, type, created_at, data) VALUES (@id, @accountId, @type, @createdAt, @data)',
+      `INSERT INTO events (id, account_id, type, created_at, data, body)
+       VALUES (@id, @accountId, @type, @createdAt, @data, @body)`,
     );
     this.selectRecent = db.prepare<
       [string, number],
@@ -47,6 +48,13 @@ export class EventStore {
     );
   }
 
+  /** Who else must hear of each event, in the same transaction: the webhook outbox. */
+  private listener: ((accountId: string, envelope: EventEnvelope, now: number) => void) | undefined;
+
+  onRecorded(listener: (accountId: string, envelope: EventEnvelope, now: number) => void): void {
+    this.listener = listener;
+  }
+
   record(accountId: string, type: EventType, data: unknown, now: number): EventEnvelope {
     const envelope: EventEnvelope = {
       id: newId('evt', now),
@@ -54,7 +62,10 @@ export class EventStore {
       created_at: formatTimestamp(now),
       data,
     };
-    this.insert.run({ id: envelope.id, accountId, type, createdAt: now, data: JSON.stringify(data) });
+    // Serialised once: these exact bytes are what every webhook and every retry sends.
+    const body = JSON.stringify(envelope);
+    this.insert.run({ id: envelope.id, accountId, type, createdAt: now, data: JSON.stringify(data), body });
+    this.listener?.(accountId, envelope, now);
     return envelope;
   }
 

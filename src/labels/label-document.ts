@@ -169,14 +169,17 @@ export function maxiCodeMessage(doc: LabelDocument): MaxiCodeMessage {
   return { mode: usZip ? 2 : 3, postalCode, countryCode, serviceClass, secondary, full };
 }
 
-/** What a PDF417 or DataMatrix carries: enough for a sorter, nothing personal. */
+/**
+ * What a PDF417 or DataMatrix carries: enough for a sorter, nothing personal, and short enough (about
+ * 110 characters at most) for the symbol to stay inside its box.
+ */
 export function twoDimensionalPayload(doc: LabelDocument): string {
   return plainAscii(
     [
       doc.trackingNumber,
-      doc.carrier.slug,
-      doc.service.code,
-      doc.to.zip,
+      doc.carrier.slug.slice(0, 12),
+      doc.service.code.slice(0, 20),
+      doc.to.zip.slice(0, 10),
       doc.to.country,
       `${doc.parcel.weight}G`,
       doc.labelId,
@@ -218,11 +221,17 @@ export function textWidth(text: string, size: number, bold: boolean): number {
   return (units * size) / 1000;
 }
 
-/** Shrinks text to at most 80% of its size to fit, then cuts it with an ellipsis. */
-function fitText(text: string, size: number, bold: boolean, width: number): { text: string; size: number } {
+/** Shrinks text down to `minScale` of its size to fit, then cuts it with an ellipsis. */
+function fitText(
+  text: string,
+  size: number,
+  bold: boolean,
+  width: number,
+  minScale: number,
+): { text: string; size: number } {
   const natural = textWidth(text, size, bold);
   if (natural <= width) return { text, size };
-  const smaller = Math.max(Math.ceil(size * 0.8), Math.floor((size * width) / natural));
+  const smaller = Math.max(Math.ceil(size * minScale), Math.floor((size * width) / natural));
   if (textWidth(text, smaller, bold) <= width) return { text, size: smaller };
   const chars = [...text];
   while (chars.length > 1 && textWidth(`${chars.join('').trimEnd()}...`, smaller, bold) > width) chars.pop();
@@ -330,6 +339,8 @@ interface TextOptions {
   bold?: boolean;
   align?: 'left' | 'center';
   inverse?: boolean;
+  /** How far the text may shrink to fit before it is cut; addresses stay large, titles may not. */
+  minScale?: number;
 }
 
 function text(
@@ -341,7 +352,7 @@ function text(
   options: TextOptions = {},
 ) {
   const bold = options.bold ?? false;
-  const fitted = fitText(value, size, bold, width);
+  const fitted = fitText(value, size, bold, width, options.minScale ?? 0.8);
   return {
     kind: 'text',
     x,
@@ -394,7 +405,9 @@ function coreLabel(doc: LabelDocument, left: number, top: number): LayoutItem[] 
   const sideX = left + 540;
   const sideWidth = right - sideX;
   items.push(rule(sideX - 12, at(20), 3, 200));
-  items.push(text(doc.carrier.name, sideX, at(84), sideWidth, 56, { bold: true, align: 'center' }));
+  items.push(
+    text(doc.carrier.name, sideX, at(84), sideWidth, 56, { bold: true, align: 'center', minScale: 0.5 }),
+  );
   items.push(
     text(new Date(doc.createdAt).toISOString().slice(0, 10), sideX, at(126), sideWidth, 24, {
       align: 'center',
@@ -529,7 +542,7 @@ function letterInstructions(x: number, width: number, top: number): LayoutItem[]
 }
 
 // ---------------------------------------------------------------------------------------------
-// Barcodes as vector paths, for the PDF and PNG renderers (ZPL draws its own)
+// Barcodes as shapes, for the PDF and PNG renderers (ZPL printers draw their own)
 
 type Bwip = typeof import('bwip-js');
 let bwip: Promise<Bwip> | undefined;

@@ -1,19 +1,12 @@
 import {
-  appendBezierCurve,
-  closePath,
-  lineTo,
-  moveTo,
+  drawObject,
   PDFDocument,
   type PDFFont,
-  PDFOperator,
-  PDFOperatorNames,
   type PDFPage,
   popGraphicsState,
   pushGraphicsState,
-  rectangle,
   rgb,
   StandardFonts,
-  setFillingGrayscaleColor,
 } from 'pdf-lib';
 import {
   type BarcodeShape,
@@ -53,7 +46,7 @@ export async function renderPdf(doc: LabelDocument): Promise<Uint8Array> {
   for (const item of layout.items) {
     if (item.kind === 'text') drawText(page, fonts, item);
     else if (item.kind === 'box') drawBox(page, item);
-    else drawShapes(page, await barcodeShapes(item));
+    else drawShapes(pdf, page, await barcodeShapes(item));
   }
   return pdf.save();
 }
@@ -128,37 +121,45 @@ const KAPPA = 0.5522847498;
 
 /**
  * All of a barcode's shapes as one path filled with the even-odd rule (they never overlap, and a
- * ring's inner circle is its hole). Raw operators rather than drawSvgPath: parsing a path of a few
- * hundred cells as SVG took longer than the rest of the label.
+ * ring's inner circle is its hole), written as a form XObject's content directly. A MaxiCode is a few
+ * thousand path operators, and building them as pdf-lib operator objects (or parsing them with
+ * drawSvgPath) took longer than the rest of the label.
  */
-function drawShapes(page: PDFPage, shapes: readonly BarcodeShape[]): void {
+function drawShapes(pdf: PDFDocument, page: PDFPage, shapes: readonly BarcodeShape[]): void {
   const height = page.getHeight();
-  const x = (dots: number) => pt(dots);
-  const y = (dots: number) => height - pt(dots);
-  const operators: PDFOperator[] = [pushGraphicsState(), setFillingGrayscaleColor(0)];
+  const n = (value: number) => String(Math.round(value * 1000) / 1000);
+  const x = (dots: number) => n(pt(dots));
+  const y = (dots: number) => n(height - pt(dots));
+  const path: string[] = ['0 g'];
   for (const shape of shapes) {
     if (shape.kind === 'rect') {
-      operators.push(rectangle(x(shape.x), y(shape.y + shape.height), pt(shape.width), pt(shape.height)));
+      path.push(`${x(shape.x)} ${y(shape.y + shape.height)} ${n(pt(shape.width))} ${n(pt(shape.height))} re`);
     } else if (shape.kind === 'polygon') {
       shape.points.forEach(([px, py], index) => {
-        operators.push(index === 0 ? moveTo(x(px), y(py)) : lineTo(x(px), y(py)));
+        path.push(`${x(px)} ${y(py)} ${index === 0 ? 'm' : 'l'}`);
       });
-      operators.push(closePath());
+      path.push('h');
     } else {
       for (const radius of shape.inner > 0 ? [shape.outer, shape.inner] : [shape.outer]) {
-        const [cx, cy, r] = [x(shape.cx), y(shape.cy), pt(radius)];
+        const [cx, cy, r] = [pt(shape.cx), height - pt(shape.cy), pt(radius)];
         const k = r * KAPPA;
-        operators.push(
-          moveTo(cx + r, cy),
-          appendBezierCurve(cx + r, cy + k, cx + k, cy + r, cx, cy + r),
-          appendBezierCurve(cx - k, cy + r, cx - r, cy + k, cx - r, cy),
-          appendBezierCurve(cx - r, cy - k, cx - k, cy - r, cx, cy - r),
-          appendBezierCurve(cx + k, cy - r, cx + r, cy - k, cx + r, cy),
-          closePath(),
+        path.push(
+          `${n(cx + r)} ${n(cy)} m`,
+          `${n(cx + r)} ${n(cy + k)} ${n(cx + k)} ${n(cy + r)} ${n(cx)} ${n(cy + r)} c`,
+          `${n(cx - k)} ${n(cy + r)} ${n(cx - r)} ${n(cy + k)} ${n(cx - r)} ${n(cy)} c`,
+          `${n(cx - r)} ${n(cy - k)} ${n(cx - k)} ${n(cy - r)} ${n(cx)} ${n(cy - r)} c`,
+          `${n(cx + k)} ${n(cy - r)} ${n(cx + r)} ${n(cy - k)} ${n(cx + r)} ${n(cy)} c`,
+          'h',
         );
       }
     }
   }
-  operators.push(PDFOperator.of(PDFOperatorNames.FillEvenOdd), popGraphicsState());
-  page.pushOperators(...operators);
+  path.push('f*');
+  const form = pdf.context.flateStream(path.join('\n'), {
+    Type: 'XObject',
+    Subtype: 'Form',
+    BBox: [0, 0, page.getWidth(), height],
+  });
+  const name = page.node.newXObject('Barcode', pdf.context.register(form));
+  page.pushOperators(pushGraphicsState(), drawObject(name), popGraphicsState());
 }

@@ -32,15 +32,16 @@ function zplItem(item: LayoutItem): string {
   }
 }
 
-/** Field data with `_` as the `^FH` escape: anything but plain printable ASCII goes as hex bytes. */
-export function zplFieldData(value: string): string {
+/**
+ * Field data with `_` as the `^FH` escape: anything but plain printable ASCII goes as hex bytes, and
+ * so do `^` and `~` (command prefixes), `_` itself and `\\` (which starts a line break in a `^FB`).
+ */
+function zplFieldData(value: string): string {
   let out = '';
   for (const byte of Buffer.from(value, 'utf8')) {
     const char = String.fromCharCode(byte);
-    out +=
-      byte >= 0x20 && byte < 0x7f && !'^~_\\'.includes(char)
-        ? char
-        : `_${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+    const plain = byte >= 0x20 && byte < 0x7f && !'^~_\\'.includes(char);
+    out += plain ? char : `_${byte.toString(16).toUpperCase().padStart(2, '0')}`;
   }
   return `^FH_^FD${out}^FS`;
 }
@@ -58,24 +59,29 @@ function zplBox(item: BoxItem): string {
 }
 
 function zplBarcode(item: BarcodeItem): string {
+  const origin = `^FO${item.x},${item.y}`;
   switch (item.symbology) {
     case 'code128': {
       // ZPL cannot centre a field, so the layout's estimate of the symbol's width places it.
       const width = item.module * code128Modules(item.data);
       const x = item.x + Math.max(0, Math.floor((item.width - width) / 2));
-      // Automatic mode (A) picks code sets as bwip-js does; the interpretation line is the layout's own text.
-      return `^FO${x},${item.y}^BY${item.module},3,${item.height}^BCN,${item.height},N,N,N,A${zplFieldData(item.data)}`;
+      // Automatic mode (A) picks code sets as bwip-js does; the human-readable line is the layout's text.
+      const symbol = `^BY${item.module},3,${item.height}^BCN,${item.height},N,N,N,A`;
+      return `^FO${x},${item.y}${symbol}${zplFieldData(item.data)}`;
     }
-    case 'pdf417':
-      return `^FO${item.x},${item.y}^BY${item.module},3^B7N,${item.module * PDF417.rowModules},${PDF417.securityLevel},${PDF417.columns},,N${zplFieldData(item.data)}`;
+    case 'pdf417': {
+      const { columns, securityLevel, rowModules } = PDF417;
+      const symbol = `^BY${item.module},3^B7N,${item.module * rowModules},${securityLevel},${columns},,N`;
+      return `${origin}${symbol}${zplFieldData(item.data)}`;
+    }
     case 'datamatrix':
-      return `^FO${item.x},${item.y}^BXN,${item.module},200${zplFieldData(item.data)}`;
+      return `${origin}^BXN,${item.module},200${zplFieldData(item.data)}`;
     case 'maxicode': {
       const message = item.maxicode;
       if (!message) throw new Error('a MaxiCode item needs its structured message');
-      // ^BD wants the primary message first (class, country, postal code), then the rest after its header.
+      // ^BD takes the primary message first (class, country, postal code), then the rest after its header.
       const primary = `${message.serviceClass}${message.countryCode}${message.postalCode}`;
-      return `^FO${item.x},${item.y}^BD${message.mode},1,1${zplFieldData(`${primary}[)>\x1e01\x1d96${message.secondary}`)}`;
+      return `${origin}^BD${message.mode},1,1${zplFieldData(`${primary}[)>\x1e01\x1d96${message.secondary}`)}`;
     }
   }
 }

@@ -2,6 +2,7 @@ import { createRoute } from '@hono/zod-openapi';
 import { createAccount } from '../accounts/accounts.js';
 import type { Account } from '../accounts/store.js';
 import { advanceClock, readClock, setClock } from '../clock/account-clock.js';
+import { parseDuration } from '../clock/clock.js';
 import { EVENT_TYPES } from '../events/store.js';
 import { ApiError, invalidParameter } from '../http/errors.js';
 import { parseLimit } from '../http/query.js';
@@ -75,7 +76,7 @@ export function sandboxRoutes(state: State) {
       security,
       responses: { 200: jsonResponse(AccountSchema, 'The account'), ...errorResponses(...SANDBOX_ERRORS) },
     }),
-    (c) => c.json(presentAccount(c.get('auth').account), 200),
+    (c) => c.json(presentAccount(c.get('auth').account, state.config.webhookRetries), 200),
   );
 
   router.openapi(
@@ -96,13 +97,20 @@ export function sandboxRoutes(state: State) {
       const { account } = c.get('auth');
       if (change.default_scenario !== undefined)
         findScenario(state, change.default_scenario, 'default_scenario');
+      const ladder = change.webhook_retry_schedule;
       const updated = {
         ...account,
         plan: change.plan ?? account.plan,
         defaultScenario: change.default_scenario ?? account.defaultScenario,
+        webhookRetrySchedule:
+          ladder === undefined
+            ? account.webhookRetrySchedule
+            : ladder === null
+              ? null
+              : ladder.map((delay, i) => parseDuration(delay, `webhook_retry_schedule.${i}`)),
       };
       state.accounts.saveSettings(updated);
-      return c.json(presentAccount(updated), 200);
+      return c.json(presentAccount(updated, state.config.webhookRetries), 200);
     },
   );
 
@@ -181,12 +189,13 @@ export function sandboxRoutes(state: State) {
   return router;
 }
 
-function presentAccount(account: Account) {
+function presentAccount(account: Account, serverLadder: readonly number[]) {
   return {
     id: account.id,
     name: account.name,
     plan: account.plan,
     default_scenario: account.defaultScenario,
+    webhook_retry_schedule: (account.webhookRetrySchedule ?? serverLadder).map((ms) => ms / 1000),
     created_at: formatTimestamp(account.createdAt),
   };
 }

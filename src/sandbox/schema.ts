@@ -75,6 +75,9 @@ export const AccountSchema = z
     name: z.string(),
     plan: z.enum(PLANS),
     default_scenario: z.string().openapi({ description: 'the scenario a new label starts' }),
+    webhook_retry_schedule: z
+      .array(z.number())
+      .openapi({ description: 'seconds before each webhook retry; the server ladder unless set' }),
     created_at: TimestampSchema,
   })
   .openapi('Account');
@@ -83,6 +86,15 @@ export const AccountSettingsSchema = z
   .object({
     plan: z.enum(PLANS).optional(),
     default_scenario: z.string().min(1, 'must not be empty').optional().openapi({ example: 'express' }),
+    webhook_retry_schedule: z
+      .array(z.union([z.number(), z.string()]))
+      .max(20, 'must have at most 20 delays')
+      .nullable()
+      .optional()
+      .openapi({
+        example: ['10s', '1m'],
+        description: 'delays before each retry; null restores the server ladder',
+      }),
   })
   .strict()
   .openapi('AccountSettings');

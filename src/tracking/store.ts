@@ -15,6 +15,7 @@ export class TrackingStore {
   private readonly countEvents;
   private readonly updateLabel;
   private readonly updateEstimate;
+  private readonly updateEstimateOnly;
 
   constructor(db: Db) {
     this.insertEvent = db.prepare(
@@ -25,7 +26,9 @@ export class TrackingStore {
       [string],
       { status: TrackingStatus; description: string; location: string; occurred_at: number }
     >(
-      'SELECT status, description, location, occurred_at FROM tracking_events WHERE label_id = ? ORDER BY seq DESC',
+      // By time: a step that runs late (its account busy, the scheduler catching up) still takes its own place.
+      `SELECT status, description, location, occurred_at FROM tracking_events WHERE label_id = ?
+       ORDER BY occurred_at DESC, seq DESC`,
     );
     this.countEvents = db.prepare<[string], { n: number }>(
       'SELECT count(*) AS n FROM tracking_events WHERE label_id = ?',
@@ -33,6 +36,9 @@ export class TrackingStore {
     this.updateLabel = db.prepare('UPDATE labels SET tracking_status = @status WHERE id = @labelId');
     this.updateEstimate = db.prepare(
       'UPDATE labels SET scenario = @scenario, estimated_delivery = @estimatedDelivery WHERE id = @labelId',
+    );
+    this.updateEstimateOnly = db.prepare(
+      'UPDATE labels SET estimated_delivery = @estimatedDelivery WHERE id = @labelId',
     );
   }
 
@@ -42,7 +48,7 @@ export class TrackingStore {
     this.updateLabel.run({ labelId, status: event.status });
   }
 
-  /** Newest first. */
+  /** Newest first: by occurred_at, then by the order they were recorded in. */
   events(labelId: string): TrackingEventRecord[] {
     return this.selectEvents.all(labelId).map((row) => ({
       status: row.status,
@@ -58,5 +64,9 @@ export class TrackingStore {
 
   setScenario(labelId: string, scenario: string, estimatedDelivery: number): void {
     this.updateEstimate.run({ labelId, scenario, estimatedDelivery });
+  }
+
+  setEstimate(labelId: string, estimatedDelivery: number): void {
+    this.updateEstimateOnly.run({ labelId, estimatedDelivery });
   }
 }

@@ -154,7 +154,13 @@ export function applyEvent(
   if (shipmentStatus && shipmentStatus !== shipment.status)
     state.shipments.setStatus(shipment, shipmentStatus);
 
-  const current = { ...label, trackingStatus: event.status };
+  let current: LabelRecord = { ...label, trackingStatus: event.status };
+  // Delivered, the estimate is the delivery itself, however the parcel got there (a forced advance, a
+  // custom event), not a date the scenario had planned for later.
+  if (event.status === 'delivered' && label.estimatedDelivery !== event.occurredAt) {
+    state.tracking.setEstimate(label.id, event.occurredAt);
+    current = { ...current, estimatedDelivery: event.occurredAt };
+  }
   const record = presentTracking(state, current);
   state.events.record(actor.accountId, 'tracking.updated', record, actor.now);
   if (event.status === 'delivered') {

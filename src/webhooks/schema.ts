@@ -1,0 +1,80 @@
+import { z } from '@hono/zod-openapi';
+import { EVENT_TYPES } from '../events/store.js';
+import { TimestampSchema } from '../http/schema.js';
+
+export const SECRET_LENGTH = { min: 16, max: 256 } as const;
+export const URL_MAX_LENGTH = 2048;
+
+const url = z
+  .string()
+  .max(URL_MAX_LENGTH, `must be at most ${URL_MAX_LENGTH} characters`)
+  .openapi({ example: 'https://shop.example.com/hooks/shipping' });
+const events = z
+  .array(z.enum(EVENT_TYPES))
+  .min(1, 'must name at least one event')
+  .refine((list) => new Set(list).size === list.length, 'must not name an event twice')
+  .openapi({ example: ['tracking.updated', 'tracking.delivered'] });
+const secret = z
+  .string()
+  .min(SECRET_LENGTH.min, `must be at least ${SECRET_LENGTH.min} characters`)
+  .max(SECRET_LENGTH.max, `must be at most ${SECRET_LENGTH.max} characters`)
+  .openapi({ example: 'whsec_a-long-random-string' });
+
+export const CreateWebhookSchema = z.object({ url, events, secret }).strict().openapi('CreateWebhook');
+
+export const UpdateWebhookSchema = z
+  .object({
+    url: url.optional(),
+    events: events.optional(),
+    secret: secret.optional(),
+    status: z
+      .enum(['active', 'disabled'])
+      .optional()
+      .openapi({ description: 'active again after failing, or disabled' }),
+  })
+  .strict()
+  .openapi('UpdateWebhook');
+
+export const WebhookSchema = z
+  .object({
+    id: z.string().openapi({ example: 'wh_01JD…' }),
+    url: z.string(),
+    events: z.array(z.enum(EVENT_TYPES)),
+    status: z.enum(['active', 'failed', 'disabled']),
+    created_at: TimestampSchema,
+  })
+  .openapi('Webhook');
+
+export const WebhookListSchema = z.object({ data: z.array(WebhookSchema) }).openapi('WebhookList');
+
+export const DeletedWebhookSchema = z
+  .object({ id: z.string(), deleted: z.literal(true) })
+  .openapi('DeletedWebhook');
+
+export const AttemptSchema = z
+  .object({
+    id: z.string().openapi({ example: 'dlv_01JD…' }),
+    webhook_id: z.string(),
+    event_id: z.string(),
+    event: z.enum(EVENT_TYPES),
+    attempt: z.number().int().openapi({ description: '0 for the first try, then 1 to 5 for the retries' }),
+    redelivery: z.boolean().openapi({ description: 'sent by POST /_sandbox/deliveries/:id/redeliver' }),
+    status: z.enum(['scheduled', 'sending', 'succeeded', 'failed', 'cancelled']),
+    scheduled_at: TimestampSchema,
+    sent_at: TimestampSchema.nullable(),
+    response_status: z.number().int().nullable(),
+    response_excerpt: z
+      .string()
+      .nullable()
+      .openapi({ description: 'the first 500 characters of the answer' }),
+    duration_ms: z.number().int().nullable().openapi({ description: 'real milliseconds on the wire' }),
+    error: z.enum(['timeout', 'connection', 'http']).nullable(),
+    error_message: z.string().nullable(),
+    next_attempt_at: TimestampSchema.nullable(),
+  })
+  .openapi('DeliveryAttempt');
+
+export const AttemptListSchema = z.object({ data: z.array(AttemptSchema) }).openapi('DeliveryAttemptList');
+
+export type CreateWebhookInput = z.infer<typeof CreateWebhookSchema>;
+export type UpdateWebhookInput = z.infer<typeof UpdateWebhookSchema>;

@@ -1,0 +1,290 @@
+import type { Db } from '../db/database.js';
+import type { EventType } from '../events/store.js';
+import type { DeliveryErrorKind, DeliveryResult } from './send.js';
+
+export type WebhookStatus = 'active' | 'failed' | 'disabled';
+
+export interface WebhookRecord {
+  id: string;
+  accountId: string;
+  url: string;
+  events: EventType[];
+  secret: string;
+  status: WebhookStatus;
+  createdAt: number;
+}
+
+export type AttemptStatus = 'scheduled' | 'sending' | 'succeeded' | 'failed' | 'cancelled';
+
+export interface AttemptRecord {
+  seq: number;
+  id: string;
+  accountId: string;
+  webhookId: string;
+  eventId: string;
+  eventType: EventType;
+  attempt: number;
+  redelivery: boolean;
+  status: AttemptStatus;
+  scheduledAt: number;
+  sentAt: number | null;
+  responseStatus: number | null;
+  responseExcerpt: string | null;
+  durationMs: number | null;
+  error: DeliveryErrorKind | null;
+  errorMessage: string | null;
+  nextAttemptAt: number | null;
+}
+
+interface WebhookRow {
+  id: string;
+  account_id: string;
+  url: string;
+  events: string;
+  secret: string;
+  status: WebhookStatus;
+  created_at: number;
+}
+
+interface AttemptRow {
+  seq: number;
+  id: string;
+  account_id: string;
+  webhook_id: string;
+  event_id: string;
+  event_type: EventType;
+  attempt: number;
+  redelivery: number;
+  status: AttemptStatus;
+  scheduled_at: number;
+  sent_at: number | null;
+  response_status: number | null;
+  response_excerpt: string | null;
+  duration_ms: number | null;
+  error: DeliveryErrorKind | null;
+  error_message: string | null;
+  next_attempt_at: number | null;
+}
+
+const toWebhook = (row: WebhookRow): WebhookRecord => ({
+  id: row.id,
+  accountId: row.account_id,
+  url: row.url,
+  events: JSON.parse(row.events) as EventType[],
+  secret: row.secret,
+  status: row.status,
+  createdAt: row.created_at,
+});
+
+const toAttempt = (row: AttemptRow): AttemptRecord => ({
+  seq: row.seq,
+  id: row.id,
+  accountId: row.account_id,
+  webhookId: row.webhook_id,
+  eventId: row.event_id,
+  eventType: row.event_type,
+  attempt: row.attempt,
+  redelivery: row.redelivery === 1,
+  status: row.status,
+  scheduledAt: row.scheduled_at,
+  sentAt: row.sent_at,
+  responseStatus: row.response_status,
+  responseExcerpt: row.response_excerpt,
+  durationMs: row.duration_ms,
+  error: row.error,
+  errorMessage: row.error_message,
+  nextAttemptAt: row.next_attempt_at,
+});
+
+const ATTEMPT_COLUMNS = 'a.*, e.type AS event_type';
+
+/** SQL for webhooks, their delivery attempts and the e-mail outbox. */
+export class WebhookStore {
+  private readonly insertWebhook;
+  private readonly updateWebhook;
+  private readonly selectWebhook;
+  private readonly selectWebhooks;
+  private readonly selectSubscribers;
+  private readonly insertAttemptStatement;
+  private readonly selectAttempt;
+  private readonly selectAttempts;
+  private readonly selectInterrupted;
+  private readonly markSending;
+  private readonly recordResultStatement;
+  private readonly cancelPendingStatement;
+  private readonly insertEmailStatement;
+  private readonly selectEmails;
+  private readonly selectBody;
+  private readonly markDeleted;
+  private readonly selectLastAttempt;
+  private readonly selectAnyWebhook;
+
+  constructor(db: Db) {
+    this.selectLastAttempt = db.prepare<[string, string], { n: number | null }>(
+      'SELECT max(attempt) AS n FROM webhook_attempts WHERE webhook_id = ? AND event_id = ?',
+    );
+    this.markDeleted = db.prepare('UPDATE webhooks SET deleted_at = ? WHERE id = ?');
+    this.selectAnyWebhook = db.prepare<[string], WebhookRow>('SELECT * FROM webhooks WHERE id = ?');
+    this.insertWebhook = db.prepare(
+      `INSERT INTO webhooks (id, account_id, url, events, secret, status, created_at)
+       VALUES (@id, @accountId, @url, @events, @secret, @status, @createdAt)`,
+    );
+    this.updateWebhook = db.prepare(
+      'UPDATE webhooks SET url = @url, events = @events, secret = @secret, status = @status WHERE id = @id',
+    );
+    this.selectWebhook = db.prepare<[string, string], WebhookRow>(
+      'SELECT * FROM webhooks WHERE id = ? AND account_id = ? AND deleted_at IS NULL',
+    );
+    this.selectWebhooks = db.prepare<[string], WebhookRow>(
+      'SELECT * FROM webhooks WHERE account_id = ? AND deleted_at IS NULL ORDER BY created_at DESC, rowid DESC',
+    );
+    this.selectSubscribers = db.prepare<[string, string], WebhookRow>(
+      `SELECT w.* FROM webhooks w, json_each(w.events) j
+       WHERE w.account_id = ? AND w.status = 'active' AND w.deleted_at IS NULL AND j.value = ?
+       ORDER BY w.created_at, w.rowid`,
+    );
+    this.insertAttemptStatement = db.prepare(
+      `INSERT INTO webhook_attempts (id, account_id, webhook_id, event_id, attempt, redelivery, status, scheduled_at)
+       VALUES (@id, @accountId, @webhookId, @eventId, @attempt, @redelivery, 'scheduled', @scheduledAt)`,
+    );
+    this.selectAttempt = db.prepare<[string], AttemptRow>(
+      `SELECT ${ATTEMPT_COLUMNS} FROM webhook_attempts a JOIN events e ON e.id = a.event_id WHERE a.id = ?`,
+    );
+    this.selectAttempts = db.prepare<[string, number], AttemptRow>(
+      `SELECT ${ATTEMPT_COLUMNS} FROM webhook_attempts a JOIN events e ON e.id = a.event_id
+       WHERE a.webhook_id = ? ORDER BY a.seq DESC LIMIT ?`,
+    );
+    this.selectInterrupted = db.prepare<[], AttemptRow>(
+      `SELECT ${ATTEMPT_COLUMNS} FROM webhook_attempts a JOIN events e ON e.id = a.event_id
+       WHERE a.status = 'sending' ORDER BY a.seq`,
+    );
+    this.markSending = db.prepare(
+      "UPDATE webhook_attempts SET status = 'sending', sent_at = @sentAt WHERE id = @id",
+    );
+    this.recordResultStatement = db.prepare(
+      `UPDATE webhook_attempts SET status = @status, response_status = @responseStatus,
+         response_excerpt = @responseExcerpt, duration_ms = @durationMs, error = @error,
+         error_message = @errorMessage, next_attempt_at = @nextAttemptAt
+       WHERE id = @id`,
+    );
+    this.cancelPendingStatement = db.prepare(
+      `UPDATE webhook_attempts SET status = 'cancelled', error_message = @reason
+       WHERE webhook_id = @webhookId AND status = 'scheduled'`,
+    );
+    this.insertEmailStatement = db.prepare(
+      `INSERT INTO emails (id, account_id, recipient, subject, body, created_at)
+       VALUES (@id, @accountId, @recipient, @subject, @body, @createdAt)`,
+    );
+    this.selectEmails = db.prepare<
+      [string, number],
+      { id: string; recipient: string; subject: string; body: string; created_at: number }
+    >(
+      'SELECT id, recipient, subject, body, created_at FROM emails WHERE account_id = ? ORDER BY seq DESC LIMIT ?',
+    );
+    this.selectBody = db.prepare<[string], { body: string | null }>('SELECT body FROM events WHERE id = ?');
+  }
+
+  insert(webhook: WebhookRecord): WebhookRecord {
+    this.insertWebhook.run({ ...webhook, events: JSON.stringify(webhook.events) });
+    return webhook;
+  }
+
+  save(webhook: WebhookRecord): void {
+    this.updateWebhook.run({ ...webhook, events: JSON.stringify(webhook.events) });
+  }
+
+  /** Deleted webhooks keep their row (their attempts stay inspectable) but are gone for the API. */
+  delete(webhook: WebhookRecord, at: number): void {
+    this.cancelPending(webhook.id, 'the webhook was deleted');
+    this.markDeleted.run(at, webhook.id);
+  }
+
+  find(accountId: string, id: string): WebhookRecord | undefined {
+    const row = this.selectWebhook.get(id, accountId);
+    return row && toWebhook(row);
+  }
+
+  findById(id: string): WebhookRecord | undefined {
+    const row = this.selectAnyWebhook.get(id);
+    return row && toWebhook(row);
+  }
+
+  list(accountId: string): WebhookRecord[] {
+    return this.selectWebhooks.all(accountId).map(toWebhook);
+  }
+
+  /** Active webhooks of the account that subscribe to this event, oldest first. */
+  subscribers(accountId: string, type: EventType): WebhookRecord[] {
+    return this.selectSubscribers.all(accountId, type).map(toWebhook);
+  }
+
+  insertAttempt(attempt: {
+    id: string;
+    accountId: string;
+    webhookId: string;
+    eventId: string;
+    attempt: number;
+    redelivery: boolean;
+    scheduledAt: number;
+  }): void {
+    this.insertAttemptStatement.run({ ...attempt, redelivery: attempt.redelivery ? 1 : 0 });
+  }
+
+  findAttempt(id: string): AttemptRecord | undefined {
+    const row = this.selectAttempt.get(id);
+    return row && toAttempt(row);
+  }
+
+  attempts(webhookId: string, limit: number): AttemptRecord[] {
+    return this.selectAttempts.all(webhookId, limit).map(toAttempt);
+  }
+
+  lastAttemptNumber(webhookId: string, eventId: string): number {
+    return this.selectLastAttempt.get(webhookId, eventId)?.n ?? -1;
+  }
+
+  /** Attempts that were on the wire when the process stopped. */
+  interrupted(): AttemptRecord[] {
+    return this.selectInterrupted.all().map(toAttempt);
+  }
+
+  startSending(id: string, sentAt: number): void {
+    this.markSending.run({ id, sentAt });
+  }
+
+  recordResult(id: string, result: DeliveryResult, nextAttemptAt: number | null): void {
+    this.recordResultStatement.run({
+      id,
+      status: result.ok ? 'succeeded' : 'failed',
+      responseStatus: result.responseStatus,
+      responseExcerpt: result.responseExcerpt,
+      durationMs: result.durationMs,
+      error: result.error,
+      errorMessage: result.errorMessage,
+      nextAttemptAt,
+    });
+  }
+
+  cancelPending(webhookId: string, reason: string): void {
+    this.cancelPendingStatement.run({ webhookId, reason });
+  }
+
+  eventBody(eventId: string): string | undefined {
+    return this.selectBody.get(eventId)?.body ?? undefined;
+  }
+
+  insertEmail(email: {
+    id: string;
+    accountId: string;
+    recipient: string;
+    subject: string;
+    body: string;
+    createdAt: number;
+  }): void {
+    this.insertEmailStatement.run(email);
+  }
+
+  emails(accountId: string, limit: number) {
+    return this.selectEmails.all(accountId, limit);
+  }
+}

@@ -1,0 +1,124 @@
+import { isIP } from 'node:net';
+import { ApiError, invalidField, notFound } from '../http/errors.js';
+import { newId } from '../http/ids.js';
+import { formatTimestamp } from '../http/time.js';
+import type { Actor, State } from '../state.js';
+import type { CreateWebhookInput, UpdateWebhookInput } from './schema.js';
+import type { AttemptRecord, WebhookRecord } from './store.js';
+
+/**
+ * Receivers must be `https://` (the specification), except on loopback hosts, where a developer's
+ * local receiver lives; `--allow-http-webhooks` accepts plain http everywhere.
+ */
+export function checkWebhookUrl(raw: string, allowHttp: boolean): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw invalidField('url', "'url' must be an absolute URL such as https://shop.example.com/hooks.");
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+    throw invalidField('url', "'url' must be an https:// URL.");
+  }
+  if (url.username || url.password)
+    throw invalidField('url', "'url' must not carry a user name or password.");
+  if (url.protocol === 'http:' && !allowHttp && !isLoopback(url.hostname)) {
+    throw invalidField(
+      'url',
+      "'url' must be https://; plain http:// is accepted only for localhost and 127.0.0.1 (or with --allow-http-webhooks).",
+    );
+  }
+  return url.toString();
+}
+
+function isLoopback(hostname: string): boolean {
+  const host = hostname.replace(/^\[|\]$/g, '');
+  if (host === 'localhost' || host.endsWith('.localhost')) return true;
+  if (isIP(host) === 4) return host.startsWith('127.');
+  return host === '::1';
+}
+
+export function presentWebhook(webhook: WebhookRecord) {
+  return {
+    id: webhook.id,
+    url: webhook.url,
+    events: webhook.events,
+    status: webhook.status,
+    created_at: formatTimestamp(webhook.createdAt),
+  };
+}
+
+export function presentAttempt(attempt: AttemptRecord) {
+  const time = (ms: number | null) => (ms === null ? null : formatTimestamp(ms));
+  return {
+    id: attempt.id,
+    webhook_id: attempt.webhookId,
+    event_id: attempt.eventId,
+    event: attempt.eventType,
+    attempt: attempt.attempt,
+    redelivery: attempt.redelivery,
+    status: attempt.status,
+    scheduled_at: formatTimestamp(attempt.scheduledAt),
+    sent_at: time(attempt.sentAt),
+    response_status: attempt.responseStatus,
+    response_excerpt: attempt.responseExcerpt,
+    duration_ms: attempt.durationMs,
+    error: attempt.error,
+    error_message: attempt.errorMessage,
+    next_attempt_at: time(attempt.nextAttemptAt),
+  };
+}
+
+export function createWebhook(state: State, actor: Actor, input: CreateWebhookInput): WebhookRecord {
+  return state.webhooks.insert({
+    id: newId('wh', actor.now),
+    accountId: actor.accountId,
+    url: checkWebhookUrl(input.url, state.config.allowHttpWebhooks),
+    events: input.events,
+    secret: input.secret,
+    status: 'active',
+    createdAt: actor.now,
+  });
+}
+
+export function getWebhook(state: State, actor: Actor, id: string): WebhookRecord {
+  const webhook = state.webhooks.find(actor.accountId, id);
+  if (!webhook) throw notFound('webhook', id);
+  return webhook;
+}
+
+/** Changes what is given; `status: active` re-activates a failed webhook, which then gets new events again. */
+export function updateWebhook(
+  state: State,
+  actor: Actor,
+  id: string,
+  change: UpdateWebhookInput,
+): WebhookRecord {
+  return state.db.transaction(() => {
+    const webhook = getWebhook(state, actor, id);
+    if (Object.keys(change).length === 0) {
+      throw new ApiError(422, 'missing_field', 'Give at least one of url, events, secret, status.', {
+        field: 'url',
+      });
+    }
+    const updated: WebhookRecord = {
+      ...webhook,
+      url:
+        change.url === undefined ? webhook.url : checkWebhookUrl(change.url, state.config.allowHttpWebhooks),
+      events: change.events ?? webhook.events,
+      secret: change.secret ?? webhook.secret,
+      status: change.status ?? webhook.status,
+    };
+    if (updated.status === 'disabled') state.webhooks.cancelPending(webhook.id, 'the webhook was disabled');
+    state.webhooks.save(updated);
+    return updated;
+  })();
+}
+
+export function deleteWebhook(state: State, actor: Actor, id: string): { id: string; deleted: true } {
+  return state.db.transaction(() => {
+    const webhook = getWebhook(state, actor, id);
+    state.webhooks.delete(webhook, actor.now);
+    return { id: webhook.id, deleted: true as const };
+  })();
+}

@@ -1,0 +1,459 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { createAccount, DEFAULT_ACCOUNT, seedDefaultAccount } from '../src/accounts/accounts.js';
+import { AccountStore } from '../src/accounts/store.js';
+import { advanceClock, setClock } from '../src/clock/account-clock.js';
+import { type Job, Scheduler } from '../src/clock/scheduler.js';
+import { testConfig } from '../src/config.js';
+import { type Db, openDatabase } from '../src/db/database.js';
+import { formatTimestamp, HOUR, MINUTE } from '../src/http/time.js';
+import { loadScenarios } from '../src/scenarios/scenario-file.js';
+import { createState, type State, scenarioDirectories } from '../src/state.js';
+import { capturingLogger } from './helpers.js';
+
+const T0 = Date.UTC(2026, 10, 22, 8, 0, 0);
+const ACCOUNT = DEFAULT_ACCOUNT.id;
+const KIND = 'test.job';
+
+/** A scheduler over a fresh `:memory:` database with the default account and a second one. */
+function setup() {
+  const db = openDatabase(':memory:');
+  const accounts = new AccountStore(db);
+  const wall = { now: T0 };
+  seedDefaultAccount(accounts, T0, 1);
+  const other = createAccount(accounts, {}, T0, 1).account.id;
+  const { logger, lines } = capturingLogger();
+  const scheduler = new Scheduler(db, accounts, logger, () => wall.now);
+  /** What the handlers saw, in the order they ran. */
+  const seen: { subject: string; dueAt: number; accountId: string }[] = [];
+  scheduler.register<{ note?: string }>(KIND, (job) => {
+    seen.push({ subject: job.subject, dueAt: job.dueAt, accountId: job.accountId });
+    return { note: job.payload.note ?? job.subject };
+  });
+  const schedule = (subject: string, dueAt: number, options: { accountId?: string; kind?: string } = {}) =>
+    scheduler.schedule({
+      accountId: options.accountId ?? ACCOUNT,
+      kind: options.kind ?? KIND,
+      subject,
+      payload: {},
+      dueAt,
+      now: T0,
+    });
+  const stateOf = (id: string) =>
+    (
+      db.prepare('SELECT state, error FROM jobs WHERE id = ?').get(id) as {
+        state: string;
+        error: string | null;
+      }
+    ).state;
+  return { db, accounts, wall, other, scheduler, seen, schedule, stateOf, logLines: lines };
+}
+
+describe('Scheduler.runDue', () => {
+  it('runs due jobs in time order, each with its own due time, and leaves later ones pending', async () => {
+    const { scheduler, seen, schedule, stateOf } = setup();
+    const late = schedule('late', T0 + 5 * HOUR);
+    schedule('third', T0 + 3 * HOUR);
+    schedule('first', T0 + HOUR);
+    schedule('second-a', T0 + 2 * HOUR);
+    schedule('second-b', T0 + 2 * HOUR);
+    const edge = schedule('edge', T0 + 4 * HOUR);
+
+    const ran = await scheduler.runDue(ACCOUNT, T0 + 4 * HOUR);
+
+    expect(seen.map((job) => [job.subject, job.dueAt])).toEqual([
+      ['first', T0 + HOUR],
+      ['second-a', T0 + 2 * HOUR],
+      ['second-b', T0 + 2 * HOUR],
+      ['third', T0 + 3 * HOUR],
+      ['edge', T0 + 4 * HOUR],
+    ]);
+    expect(ran.map((job) => [job.subject, job.due_at, job.kind, job.note])).toEqual([
+      ['first', '2026-11-22T09:00:00Z', KIND, 'first'],
+      ['second-a', '2026-11-22T10:00:00Z', KIND, 'second-a'],
+      ['second-b', '2026-11-22T10:00:00Z', KIND, 'second-b'],
+      ['third', '2026-11-22T11:00:00Z', KIND, 'third'],
+      ['edge', '2026-11-22T12:00:00Z', KIND, 'edge'],
+    ]);
+    expect(ran.at(-1)?.id).toBe(edge);
+    expect(stateOf(edge)).toBe('done');
+    expect(stateOf(late)).toBe('pending');
+    expect(scheduler.pending(KIND, 'late').map((job) => job.dueAt)).toEqual([T0 + 5 * HOUR]);
+
+    // Nothing runs twice; the late job runs once its time comes.
+    expect(await scheduler.runDue(ACCOUNT, T0 + 4 * HOUR)).toEqual([]);
+    expect((await scheduler.runDue(ACCOUNT, T0 + 5 * HOUR)).map((job) => job.subject)).toEqual(['late']);
+    expect(seen).toHaveLength(6);
+  });
+
+  it('also runs the jobs that handlers schedule within the range, in time order', async () => {
+    const { scheduler, seen, schedule } = setup();
+    scheduler.register<{ children: number[] }>('chain', (job) => {
+      seen.push({ subject: job.subject, dueAt: job.dueAt, accountId: job.accountId });
+      for (const [i, at] of job.payload.children.entries()) {
+        scheduler.schedule({
+          accountId: job.accountId,
+          kind: KIND,
+          subject: `${job.subject}.${i}`,
+          payload: {},
+          dueAt: at,
+          now: job.dueAt,
+        });
+      }
+      return undefined;
+    });
+    scheduler.schedule({
+      accountId: ACCOUNT,
+      kind: 'chain',
+      subject: 'parent',
+      payload: { children: [T0 + 90 * MINUTE, T0 + 2 * HOUR, T0 + 10 * HOUR] },
+      dueAt: T0 + HOUR,
+      now: T0,
+    });
+    schedule('sibling', T0 + 100 * MINUTE);
+
+    const ran = await scheduler.runDue(ACCOUNT, T0 + 3 * HOUR);
+    expect(ran.map((job) => job.subject)).toEqual(['parent', 'parent.0', 'sibling', 'parent.1']);
+    expect(seen.map((job) => job.dueAt)).toEqual([
+      T0 + HOUR,
+      T0 + 90 * MINUTE,
+      T0 + 100 * MINUTE,
+      T0 + 2 * HOUR,
+    ]);
+    expect(scheduler.pending(KIND, 'parent.2')).toHaveLength(1);
+  });
+
+  it('runs `afterwards` once every due job has run', async () => {
+    const { scheduler, seen, schedule } = setup();
+    schedule('a', T0 + HOUR);
+    schedule('b', T0 + 2 * HOUR);
+    let seenAfterwards = -1;
+    await scheduler.runDue(ACCOUNT, T0 + 2 * HOUR, {
+      afterwards: () => {
+        seenAfterwards = seen.length;
+      },
+    });
+    expect(seenAfterwards).toBe(2);
+  });
+
+  it('drops cancelled jobs: by kind and subject, or one by id', async () => {
+    const { scheduler, seen, schedule, stateOf } = setup();
+    const a1 = schedule('a', T0 + HOUR);
+    const a2 = schedule('a', T0 + 2 * HOUR);
+    const otherKind = schedule('a', T0 + HOUR, { kind: 'other.kind' });
+    schedule('b', T0 + HOUR);
+    const c1 = schedule('c', T0 + HOUR);
+    const c2 = schedule('c', T0 + 2 * HOUR);
+    scheduler.register('other.kind', () => ({ other: true }));
+
+    scheduler.cancel(KIND, 'a', T0);
+    scheduler.cancelJob(c1, T0);
+    expect(scheduler.pending(KIND, 'a')).toEqual([]);
+    expect(scheduler.pending(KIND, 'c').map((job) => job.id)).toEqual([c2]);
+    expect(scheduler.pending('other.kind', 'a').map((job) => job.id)).toEqual([otherKind]);
+
+    const ran = await scheduler.runDue(ACCOUNT, T0 + 3 * HOUR);
+    expect(ran.map((job) => [job.kind, job.subject])).toEqual([
+      ['other.kind', 'a'],
+      [KIND, 'b'],
+      [KIND, 'c'],
+    ]);
+    expect(seen.map((job) => job.subject)).toEqual(['b', 'c']);
+    expect([a1, a2, c1].map(stateOf)).toEqual(['cancelled', 'cancelled', 'cancelled']);
+
+    // Cancelling finished work changes nothing.
+    scheduler.cancel(KIND, 'c', T0);
+    scheduler.cancelJob(otherKind, T0);
+    expect([c2, otherKind].map(stateOf)).toEqual(['done', 'done']);
+  });
+
+  it('marks a failing job failed, logs it, and still runs the others', async () => {
+    const { scheduler, seen, schedule, stateOf, db, logLines } = setup();
+    scheduler.register('throws', () => {
+      throw new Error('boom');
+    });
+    scheduler.register('rejects', async () => {
+      await Promise.resolve();
+      throw new Error('async boom');
+    });
+    const before = schedule('before', T0 + HOUR);
+    const thrown = schedule('x', T0 + 2 * HOUR, { kind: 'throws' });
+    const rejected = schedule('y', T0 + 3 * HOUR, { kind: 'rejects' });
+    const orphan = schedule('z', T0 + 4 * HOUR, { kind: 'nobody.handles.this' });
+    const after = schedule('after', T0 + 5 * HOUR);
+
+    const ran = await scheduler.runDue(ACCOUNT, T0 + 5 * HOUR);
+    expect(ran.map((job) => [job.subject, job.error])).toEqual([
+      ['before', undefined],
+      ['x', 'boom'],
+      ['y', 'async boom'],
+      ['z', 'no handler'],
+      ['after', undefined],
+    ]);
+    expect(seen.map((job) => job.subject)).toEqual(['before', 'after']);
+    expect([before, thrown, rejected, orphan, after].map(stateOf)).toEqual([
+      'done',
+      'failed',
+      'failed',
+      'failed',
+      'done',
+    ]);
+    const row = db.prepare('SELECT error, finished_at FROM jobs WHERE id = ?').get(thrown) as {
+      error: string;
+      finished_at: number;
+    };
+    expect(row).toEqual({ error: 'Error: boom', finished_at: T0 + 2 * HOUR });
+    expect(logLines.filter((line) => line.msg === 'job failed')).toHaveLength(2);
+    // A failed job is not retried by a later run.
+    expect(await scheduler.runDue(ACCOUNT, T0 + 6 * HOUR)).toEqual([]);
+  });
+
+  it('keeps accounts apart: running one account runs none of the other', async () => {
+    const { scheduler, seen, schedule, other } = setup();
+    schedule('mine', T0 + HOUR);
+    schedule('theirs', T0 + HOUR, { accountId: other });
+    schedule('theirs-too', T0 + 30 * MINUTE, { accountId: other });
+
+    expect((await scheduler.runDue(ACCOUNT, T0 + 10 * HOUR)).map((job) => job.subject)).toEqual(['mine']);
+    expect(seen.map((job) => job.accountId)).toEqual([ACCOUNT]);
+    expect(scheduler.pending(KIND, 'theirs')).toHaveLength(1);
+
+    const theirs = await scheduler.runDue(other, T0 + 10 * HOUR);
+    expect(theirs.map((job) => job.subject)).toEqual(['theirs-too', 'theirs']);
+    expect(seen.slice(1).map((job) => job.accountId)).toEqual([other, other]);
+  });
+
+  it("serialises an account's runs: two overlapping runs never interleave or repeat a job", async () => {
+    const { scheduler, db, accounts, other } = setup();
+    const trace: string[] = [];
+    const slow = new Scheduler(db, accounts, capturingLogger().logger, () => T0);
+    slow.register(KIND, async (job: Job) => {
+      trace.push(`start ${job.subject}`);
+      await new Promise((resolve) => setImmediate(resolve));
+      trace.push(`end ${job.subject}`);
+      return undefined;
+    });
+    for (const [subject, at] of [
+      ['a', T0 + HOUR],
+      ['b', T0 + 2 * HOUR],
+      ['c', T0 + 3 * HOUR],
+    ] as const) {
+      slow.schedule({ accountId: ACCOUNT, kind: KIND, subject, payload: {}, dueAt: at, now: T0 });
+    }
+    slow.schedule({ accountId: other, kind: KIND, subject: 'o', payload: {}, dueAt: T0, now: T0 });
+
+    const [first, second, third] = await Promise.all([
+      slow.runDue(ACCOUNT, T0 + 2 * HOUR),
+      slow.runDue(ACCOUNT, T0 + 3 * HOUR),
+      slow.runDue(other, T0),
+    ]);
+    expect(first.map((job) => job.subject)).toEqual(['a', 'b']);
+    expect(second.map((job) => job.subject)).toEqual(['c']);
+    expect(third.map((job) => job.subject)).toEqual(['o']);
+    const mine = trace.filter((line) => !line.endsWith(' o'));
+    expect(mine).toEqual(['start a', 'end a', 'start b', 'end b', 'start c', 'end c']);
+    // The other account did not wait for this one: it started before this one's first job ended.
+    expect(trace.indexOf('start o')).toBeLessThan(trace.indexOf('end a'));
+    expect(scheduler.pending(KIND, 'a')).toEqual([]);
+  });
+});
+
+describe('advanceClock', () => {
+  /** A state over `:memory:` with the default account's clock frozen at T0 and a job handler. */
+  function stateWithJobs() {
+    const wall = { now: T0 };
+    const config = testConfig();
+    const state = createState(
+      openDatabase(':memory:'),
+      config,
+      capturingLogger().logger,
+      loadScenarios(scenarioDirectories(config)),
+      () => wall.now,
+    );
+    seedDefaultAccount(state.accounts, T0, 1);
+    setClock(state, ACCOUNT, { frozen: true }, T0);
+    const seen: number[] = [];
+    state.scheduler.register(KIND, (job) => {
+      seen.push(job.dueAt);
+      return undefined;
+    });
+    for (const at of [T0 + HOUR, T0 + 2 * HOUR, T0 + 3 * HOUR]) {
+      state.scheduler.schedule({
+        accountId: ACCOUNT,
+        kind: KIND,
+        subject: 's',
+        payload: {},
+        dueAt: at,
+        now: T0,
+      });
+    }
+    return { state, wall, seen };
+  }
+
+  it('moves the clock and answers once every job due on the way has run', async () => {
+    const { state, wall, seen } = stateWithJobs();
+    const answer = await advanceClock(state, ACCOUNT, { by: '2h' }, () => wall.now);
+    expect(seen).toEqual([T0 + HOUR, T0 + 2 * HOUR]);
+    expect(answer.now).toBe('2026-11-22T10:00:00Z');
+    expect(answer.ran.map((job) => job.due_at)).toEqual(['2026-11-22T09:00:00Z', '2026-11-22T10:00:00Z']);
+  });
+
+  it('never moves the clock backwards when two advances overlap', async () => {
+    const { state, wall, seen } = stateWithJobs();
+    // Both read the clock at 08:00; the longer one gets the account's turn first.
+    const [long, short] = await Promise.all([
+      advanceClock(state, ACCOUNT, { by: '2h' }, () => wall.now),
+      advanceClock(state, ACCOUNT, { to: '2026-11-22T09:00:00Z' }, () => wall.now),
+    ]);
+    expect(long.now).toBe('2026-11-22T10:00:00Z');
+    expect(short).toMatchObject({ now: '2026-11-22T10:00:00Z', ran: [] });
+    expect(formatTimestamp(state.accounts.find(ACCOUNT)!.clock.anchorVirtual)).toBe('2026-11-22T10:00:00Z');
+    expect(seen).toEqual([T0 + HOUR, T0 + 2 * HOUR]);
+    const next = await advanceClock(state, ACCOUNT, { by: '1h' }, () => wall.now);
+    expect(next.now).toBe('2026-11-22T11:00:00Z');
+    expect(seen).toEqual([T0 + HOUR, T0 + 2 * HOUR, T0 + 3 * HOUR]);
+  });
+});
+
+describe('the durable scheduler across a restart', () => {
+  const dirs: string[] = [];
+  afterEach(() => {
+    for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+  });
+
+  function openState(file: string, wall: { now: number }) {
+    const config = testConfig();
+    const db = openDatabase(file);
+    const state = createState(
+      db,
+      config,
+      capturingLogger().logger,
+      loadScenarios(scenarioDirectories(config)),
+      () => wall.now,
+    );
+    seedDefaultAccount(state.accounts, wall.now, 1);
+    const seen: { subject: string; dueAt: number }[] = [];
+    state.scheduler.register(KIND, (job) => {
+      seen.push({ subject: job.subject, dueAt: job.dueAt });
+      return undefined;
+    });
+    return { db, state, seen };
+  }
+
+  const jobStates = (db: Db) =>
+    Object.fromEntries(
+      (
+        db.prepare('SELECT subject, state FROM jobs ORDER BY seq').all() as {
+          subject: string;
+          state: string;
+        }[]
+      ).map((row) => [row.subject, row.state]),
+    );
+
+  it('keeps jobs in the file and runs the overdue ones, a crashed one included, at start', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'sandbox-scheduler-'));
+    dirs.push(dir);
+    const file = path.join(dir, 'sandbox.db');
+    const wall = { now: T0 };
+
+    const first = openState(file, wall);
+    const schedule = (state: State, subject: string, dueAt: number) =>
+      state.scheduler.schedule({ accountId: ACCOUNT, kind: KIND, subject, payload: {}, dueAt, now: T0 });
+    schedule(first.state, 'crashed', T0 + HOUR);
+    schedule(first.state, 'overdue', T0 + 2 * HOUR);
+    schedule(first.state, 'future', T0 + 5 * HOUR);
+    // The process dies while the first job is running.
+    first.db.prepare("UPDATE jobs SET state = 'running' WHERE subject = 'crashed'").run();
+    first.db.close();
+
+    // Three hours of real time pass while the sandbox is down; the account's clock runs at speed 1.
+    wall.now += 3 * HOUR;
+    const second = openState(file, wall);
+    expect(jobStates(second.db)).toEqual({ crashed: 'running', overdue: 'pending', future: 'pending' });
+    await second.state.scheduler.start();
+    try {
+      expect(second.seen).toEqual([
+        { subject: 'crashed', dueAt: T0 + HOUR },
+        { subject: 'overdue', dueAt: T0 + 2 * HOUR },
+      ]);
+      expect(jobStates(second.db)).toEqual({ crashed: 'done', overdue: 'done', future: 'pending' });
+    } finally {
+      await second.state.scheduler.stop();
+      second.db.close();
+    }
+  });
+});
+
+describe('the background timer', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  /** Fake timers only: the scheduler's sleeps are simulated, `wall.now` is moved by hand alongside. */
+  async function passRealTime(wall: { now: number }, ms: number) {
+    wall.now += ms;
+    await vi.advanceTimersByTimeAsync(ms);
+  }
+
+  it('runs jobs when a running clock reaches them, at any speed', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const { scheduler, accounts, seen, schedule, wall } = setup();
+    accounts.saveClock(ACCOUNT, { anchorReal: T0, anchorVirtual: T0, speed: 3600, frozen: false });
+    schedule('half-hour', T0 + 30 * MINUTE);
+    schedule('two-hours', T0 + 2 * HOUR);
+
+    await scheduler.start();
+    expect(seen).toEqual([]);
+    // At 3600x, half an hour of virtual time is 500 ms of real time.
+    await passRealTime(wall, 499);
+    expect(seen).toEqual([]);
+    await passRealTime(wall, 1);
+    expect(seen.map((job) => job.subject)).toEqual(['half-hour']);
+    await passRealTime(wall, 1500);
+    expect(seen.map((job) => [job.subject, job.dueAt])).toEqual([
+      ['half-hour', T0 + 30 * MINUTE],
+      ['two-hours', T0 + 2 * HOUR],
+    ]);
+    await scheduler.stop();
+  });
+
+  it('waits while the clock is frozen and resumes from where it stood once unfrozen', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const { scheduler, accounts, seen, schedule, wall } = setup();
+    accounts.saveClock(ACCOUNT, { anchorReal: T0, anchorVirtual: T0, speed: 3600, frozen: true });
+    schedule('in-an-hour', T0 + HOUR);
+
+    await scheduler.start();
+    // Running, the clock would have passed the job 29 hours ago.
+    await passRealTime(wall, 30_000);
+    expect(seen).toEqual([]);
+
+    // Unfrozen at virtual T0: an hour at 3600x is a second of real time from here.
+    const clock = accounts.find(ACCOUNT)!.clock;
+    accounts.saveClock(ACCOUNT, { ...clock, anchorReal: wall.now, frozen: false });
+    scheduler.wake();
+    await passRealTime(wall, 999);
+    expect(seen).toEqual([]);
+    await passRealTime(wall, 1);
+    expect(seen).toEqual([{ subject: 'in-an-hour', dueAt: T0 + HOUR, accountId: ACCOUNT }]);
+
+    // A job scheduled while running, already due, runs without waiting for the next poll.
+    schedule('now', T0);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(seen.map((job) => job.subject)).toEqual(['in-an-hour', 'now']);
+    await scheduler.stop();
+  });
+
+  it('stops: nothing runs after stop()', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const { scheduler, seen, schedule, wall } = setup();
+    schedule('later', T0 + HOUR);
+    await scheduler.start();
+    await scheduler.stop();
+    await passRealTime(wall, 2 * HOUR);
+    expect(seen).toEqual([]);
+    expect(scheduler.pending(KIND, 'later')).toHaveLength(1);
+  });
+});

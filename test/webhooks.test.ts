@@ -1,0 +1,527 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { verify } from '@octokit/webhooks-methods';
+import { afterEach, describe, expect, it } from 'vitest';
+import { seedDefaultAccount } from '../src/accounts/accounts.js';
+import { createApp } from '../src/app.js';
+import { testConfig } from '../src/config.js';
+import { openDatabase } from '../src/db/database.js';
+import { loadScenarios } from '../src/scenarios/scenario-file.js';
+import { createState, scenarioDirectories } from '../src/state.js';
+import { signatureHeader } from '../src/webhooks/signature.js';
+import { capturingLogger, createTestSandbox, DEFAULT_KEY, expectError, type TestSandbox } from './helpers.js';
+import { closedPortUrl, type Reply, startReceiver } from './receiver.js';
+
+const SECRET = 'whsec_0123456789abcdef';
+const receivers: Awaited<ReturnType<typeof startReceiver>>[] = [];
+afterEach(async () => {
+  await Promise.all(receivers.splice(0).map((receiver) => receiver.close()));
+});
+
+async function receiver(replies: Reply[] = [200]) {
+  const started = await startReceiver(replies);
+  receivers.push(started);
+  return started;
+}
+
+async function frozen(overrides = {}) {
+  const sandbox = createTestSandbox(overrides);
+  await sandbox.call('POST', '/_sandbox/clock', { body: { frozen: true } });
+  return sandbox;
+}
+
+async function register(
+  sandbox: TestSandbox,
+  url: string,
+  events: string[] = ['shipment.created'],
+  key?: string,
+) {
+  const response = await sandbox.call('POST', '/v1/webhooks', { key, body: { url, events, secret: SECRET } });
+  expect(response.status).toBe(201);
+  return response.json as { id: string; status: string };
+}
+
+const advance = (sandbox: TestSandbox, by: string | number, key?: string) =>
+  sandbox.call('POST', '/_sandbox/clock/advance', { key, body: { by } });
+
+const attemptsOf = async (sandbox: TestSandbox, webhookId: string) =>
+  (await sandbox.call('GET', `/_sandbox/webhooks/${webhookId}/deliveries`)).json.data as any[];
+
+describe('signatures', () => {
+  it("match GitHub's published test vector for this scheme", () => {
+    expect(signatureHeader("It's a Secret to Everybody", 'Hello, World!')).toBe(
+      'sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17',
+    );
+  });
+});
+
+describe('registration', () => {
+  it('stores a webhook and never echoes its secret', async () => {
+    const sandbox = await frozen();
+    const created = await sandbox.call('POST', '/v1/webhooks', {
+      body: { url: 'https://shop.example.com/hooks', events: ['tracking.delivered'], secret: SECRET },
+    });
+    expect(created.status).toBe(201);
+    expect(created.json).toEqual({
+      id: expect.stringMatching(/^wh_[0-9A-HJKMNP-TV-Z]{26}$/),
+      url: 'https://shop.example.com/hooks',
+      events: ['tracking.delivered'],
+      status: 'active',
+      created_at: '2026-11-22T08:00:00Z',
+    });
+    expect(created.text).not.toContain(SECRET);
+    const { id } = created.json;
+    expect((await sandbox.call('GET', `/v1/webhooks/${id}`)).json).toEqual(created.json);
+    expect((await sandbox.call('GET', '/v1/webhooks')).json).toEqual({ data: [created.json] });
+
+    const patched = await sandbox.call('PATCH', `/v1/webhooks/${id}`, {
+      body: { events: ['tracking.delivered', 'tracking.exception'], secret: 'another-long-secret-value' },
+    });
+    expect(patched.json.events).toEqual(['tracking.delivered', 'tracking.exception']);
+    expect(patched.text).not.toContain('another-long-secret-value');
+
+    expect((await sandbox.call('DELETE', `/v1/webhooks/${id}`)).json).toEqual({ id, deleted: true });
+    expectError(await sandbox.call('GET', `/v1/webhooks/${id}`), 404, 'not_found');
+    expect((await sandbox.call('GET', '/v1/webhooks')).json).toEqual({ data: [] });
+  });
+
+  it.each([
+    [{ url: 'http://shop.example.com/hooks' }, 'invalid_field', 'url'],
+    [{ url: 'ftp://shop.example.com/hooks' }, 'invalid_field', 'url'],
+    [{ url: 'not a url' }, 'invalid_field', 'url'],
+    [{ url: 'https://user:pw@shop.example.com/' }, 'invalid_field', 'url'],
+    [{ events: [] }, 'invalid_field', 'events'],
+    [{ events: ['shipment.exploded'] }, 'invalid_field', 'events.0'],
+    [{ events: ['shipment.created', 'shipment.created'] }, 'invalid_field', 'events'],
+    [{ events: 'shipment.created' }, 'invalid_field', 'events'],
+    [{ secret: 'short' }, 'invalid_field', 'secret'],
+    [{ secret: undefined }, 'missing_field', 'secret'],
+    [{ url: undefined }, 'missing_field', 'url'],
+    [{ colour: 'blue' }, 'invalid_field', 'colour'],
+  ])('refuses %j', async (change, code, field) => {
+    const sandbox = createTestSandbox();
+    const body = {
+      url: 'https://shop.example.com/hooks',
+      events: ['shipment.created'],
+      secret: SECRET,
+      ...change,
+    };
+    expectError(await sandbox.call('POST', '/v1/webhooks', { body }), 422, code, field);
+    expect((await sandbox.call('GET', '/v1/webhooks')).json.data).toEqual([]);
+  });
+
+  it('takes plain http on loopback hosts, and anywhere with --allow-http-webhooks', async () => {
+    const strict = createTestSandbox();
+    for (const url of ['http://localhost:9000/h', 'http://127.0.0.1/h', 'http://[::1]:8080/h']) {
+      expect(
+        (
+          await strict.call('POST', '/v1/webhooks', {
+            body: { url, events: ['label.voided'], secret: SECRET },
+          })
+        ).status,
+      ).toBe(201);
+    }
+    const open = createTestSandbox({ allowHttpWebhooks: true });
+    const response = await open.call('POST', '/v1/webhooks', {
+      body: { url: 'http://receiver.internal/h', events: ['label.voided'], secret: SECRET },
+    });
+    expect(response.status).toBe(201);
+  });
+
+  it('keeps webhooks to their account and checks scopes', async () => {
+    const sandbox = createTestSandbox();
+    const hook = await register(sandbox, 'https://shop.example.com/hooks');
+    const other = await sandbox.newAccount();
+    expectError(await sandbox.call('GET', `/v1/webhooks/${hook.id}`, { key: other }), 404, 'not_found');
+    expectError(
+      await sandbox.call('PATCH', `/v1/webhooks/${hook.id}`, { key: other, body: { secret: SECRET } }),
+      404,
+      'not_found',
+    );
+    expectError(await sandbox.call('DELETE', `/v1/webhooks/${hook.id}`, { key: other }), 404, 'not_found');
+    expect((await sandbox.call('GET', '/v1/webhooks', { key: other })).json.data).toEqual([]);
+
+    const readOnly = 'svc_test_0123456789abcdef0123456789abcdef';
+    sandbox.state.accounts.insertApiKey(
+      {
+        id: 'key_01JSANDBXRE0D0NLYKEY000001',
+        accountId: sandbox.state.accounts.findByKey(DEFAULT_KEY)!.account.id,
+        name: 'ro',
+        scopes: ['shipments:read'],
+        createdAt: 0,
+      },
+      readOnly,
+    );
+    expect((await sandbox.call('GET', '/v1/webhooks', { key: readOnly })).status).toBe(200);
+    expectError(
+      await sandbox.call('POST', '/v1/webhooks', {
+        key: readOnly,
+        body: { url: 'https://a.test/h', events: ['label.voided'], secret: SECRET },
+      }),
+      403,
+      'insufficient_scope',
+    );
+  });
+
+  it('refuses an empty change and a status other than active or disabled', async () => {
+    const sandbox = createTestSandbox();
+    const hook = await register(sandbox, 'https://shop.example.com/hooks');
+    expectError(
+      await sandbox.call('PATCH', `/v1/webhooks/${hook.id}`, { body: {} }),
+      422,
+      'missing_field',
+      'url',
+    );
+    expectError(
+      await sandbox.call('PATCH', `/v1/webhooks/${hook.id}`, { body: { status: 'failed' } }),
+      422,
+      'invalid_field',
+      'status',
+    );
+  });
+});
+
+describe('delivery', () => {
+  it('posts the envelope, signed over the exact bytes, with the contract headers', async () => {
+    const sandbox = await frozen();
+    const target = await receiver();
+    await register(sandbox, target.url);
+    const shipment = await sandbox.newShipment();
+    expect(target.requests).toHaveLength(0);
+
+    const advanced = await advance(sandbox, 0);
+    expect(advanced.json.ran).toEqual([expect.objectContaining({ kind: 'webhook.attempt', attempt: 0 })]);
+    expect(target.requests).toHaveLength(1);
+    const [request] = target.requests;
+    const body = request!.body.toString('utf8');
+    expect(request!.method).toBe('POST');
+    expect(request!.headers['content-type']).toBe('application/json');
+    expect(request!.headers['service-signature']).toMatch(/^sha256=[0-9a-f]{64}$/);
+    expect(await verify(SECRET, body, request!.headers['service-signature'] as string)).toBe(true);
+    expect(
+      await verify('some-other-secret-value', body, request!.headers['service-signature'] as string),
+    ).toBe(false);
+    expect(request!.headers['service-delivery-attempt']).toBe('0');
+
+    const envelope = JSON.parse(body);
+    expect(Object.keys(envelope)).toEqual(['id', 'event', 'created_at', 'data']);
+    expect(envelope).toMatchObject({
+      event: 'shipment.created',
+      created_at: '2026-11-22T08:00:00Z',
+      data: shipment,
+    });
+    expect(request!.headers['service-event-id']).toBe(envelope.id);
+  });
+
+  it('sends only the events a webhook subscribes to, and keeps accounts apart', async () => {
+    const sandbox = await frozen();
+    const mine = await receiver();
+    const theirs = await receiver();
+    await register(sandbox, mine.url, ['shipment.cancelled']);
+    const other = await sandbox.newAccount();
+    await sandbox.call('POST', '/_sandbox/clock', { key: other, body: { frozen: true } });
+    await register(sandbox, theirs.url, ['shipment.created', 'shipment.cancelled'], other);
+
+    const shipment = await sandbox.newShipment();
+    await sandbox.call('DELETE', `/v1/shipments/${shipment.id}`);
+    await advance(sandbox, 0);
+    expect(mine.requests.map((r) => JSON.parse(r.body.toString()).event)).toEqual(['shipment.cancelled']);
+    await advance(sandbox, 0, other);
+    expect(theirs.requests).toHaveLength(0);
+  });
+
+  it('retries on the ladder, re-sending the same bytes, then fails the webhook with one e-mail', async () => {
+    const sandbox = await frozen();
+    const target = await receiver([500]);
+    const hook = await register(sandbox, target.url);
+    await sandbox.newShipment();
+    await advance(sandbox, 0);
+    expect(target.requests).toHaveLength(1);
+
+    const ladder = [60, 300, 1800, 7200, 28_800];
+    for (const [index, seconds] of ladder.entries()) {
+      await advance(sandbox, seconds - 1);
+      expect(target.requests, `retry ${index + 1} one second early`).toHaveLength(index + 1);
+      const fired = await advance(sandbox, 1);
+      expect(target.requests, `retry ${index + 1} on time`).toHaveLength(index + 2);
+      expect(fired.json.ran).toEqual([
+        expect.objectContaining({ kind: 'webhook.attempt', attempt: index + 1 }),
+      ]);
+      expect(target.requests.at(-1)!.headers['service-delivery-attempt']).toBe(String(index + 1));
+    }
+    const bodies = new Set(target.requests.map((r) => r.body.toString('hex')));
+    expect(bodies.size).toBe(1);
+
+    expect((await sandbox.call('GET', `/v1/webhooks/${hook.id}`)).json.status).toBe('failed');
+    const emails = (await sandbox.call('GET', '/_sandbox/emails')).json.data;
+    expect(emails).toHaveLength(1);
+    expect(emails[0].subject).toContain(hook.id);
+    expect(emails[0].created_at).toBe('2026-11-22T18:36:00Z');
+
+    const attempts = await attemptsOf(sandbox, hook.id);
+    expect(attempts.map((a) => a.attempt)).toEqual([5, 4, 3, 2, 1, 0]);
+    expect(attempts.map((a) => a.sent_at)).toEqual([
+      '2026-11-22T18:36:00Z',
+      '2026-11-22T10:36:00Z',
+      '2026-11-22T08:36:00Z',
+      '2026-11-22T08:06:00Z',
+      '2026-11-22T08:01:00Z',
+      '2026-11-22T08:00:00Z',
+    ]);
+    expect(attempts[5]).toMatchObject({
+      status: 'failed',
+      response_status: 500,
+      response_excerpt: 'receiver says 500',
+      error: 'http',
+      scheduled_at: '2026-11-22T08:00:00Z',
+      next_attempt_at: '2026-11-22T08:01:00Z',
+    });
+    expect(attempts[0]).toMatchObject({ status: 'failed', next_attempt_at: null });
+
+    // A failed webhook gets nothing new, until it is set active again.
+    await sandbox.newShipment();
+    await advance(sandbox, '1d');
+    expect(target.requests).toHaveLength(6);
+    expect((await sandbox.call('GET', '/_sandbox/emails')).json.data).toHaveLength(1);
+
+    target.reply([200]);
+    const reactivated = await sandbox.call('PATCH', `/v1/webhooks/${hook.id}`, {
+      body: { status: 'active' },
+    });
+    expect(reactivated.json.status).toBe('active');
+    await sandbox.newShipment();
+    await advance(sandbox, 0);
+    expect(target.requests).toHaveLength(7);
+    expect((await attemptsOf(sandbox, hook.id))[0]).toMatchObject({
+      status: 'succeeded',
+      response_status: 200,
+      error: null,
+    });
+  });
+
+  it('follows an account ladder set through /_sandbox/account', async () => {
+    const sandbox = await frozen();
+    const set = await sandbox.call('POST', '/_sandbox/account', {
+      body: { webhook_retry_schedule: ['10s', 30] },
+    });
+    expect(set.json.webhook_retry_schedule).toEqual([10, 30]);
+    const target = await receiver([503]);
+    const hook = await register(sandbox, target.url);
+    await sandbox.newShipment();
+    await advance(sandbox, 40);
+    expect(target.requests).toHaveLength(3);
+    expect((await sandbox.call('GET', `/v1/webhooks/${hook.id}`)).json.status).toBe('failed');
+    expectError(
+      await sandbox.call('POST', '/_sandbox/account', { body: { webhook_retry_schedule: ['soon'] } }),
+      422,
+      'invalid_field',
+      'webhook_retry_schedule.0',
+    );
+  });
+
+  it('counts a receiver that does not answer in time as a timeout', async () => {
+    const sandbox = await frozen({ webhookTimeoutMs: 150 });
+    const target = await receiver(['hang']);
+    const hook = await register(sandbox, target.url);
+    await sandbox.newShipment();
+    await advance(sandbox, 0);
+    const attempts = await attemptsOf(sandbox, hook.id);
+    expect(attempts.find((a) => a.attempt === 0)).toMatchObject({
+      status: 'failed',
+      error: 'timeout',
+      response_status: null,
+    });
+    expect(attempts.find((a) => a.attempt === 1)).toMatchObject({
+      status: 'scheduled',
+      scheduled_at: '2026-11-22T08:01:00Z',
+    });
+  });
+
+  it('counts a refused connection as a connection error', async () => {
+    const sandbox = await frozen();
+    const hook = await register(sandbox, await closedPortUrl());
+    await sandbox.newShipment();
+    await advance(sandbox, 0);
+    const attempts = await attemptsOf(sandbox, hook.id);
+    expect(attempts.find((a) => a.attempt === 0)).toMatchObject({
+      status: 'failed',
+      error: 'connection',
+      next_attempt_at: '2026-11-22T08:01:00Z',
+    });
+  });
+});
+
+describe('inspection and test events', () => {
+  it('redelivers the same bytes now as a new attempt', async () => {
+    const sandbox = await frozen();
+    const target = await receiver();
+    const hook = await register(sandbox, target.url);
+    await sandbox.newShipment();
+    await advance(sandbox, 0);
+    const [first] = await attemptsOf(sandbox, hook.id);
+    await advance(sandbox, '1h');
+
+    const again = await sandbox.call('POST', `/_sandbox/deliveries/${first.id}/redeliver`);
+    expect(again.status).toBe(200);
+    expect(again.json).toMatchObject({
+      event_id: first.event_id,
+      attempt: 1,
+      redelivery: true,
+      status: 'succeeded',
+      sent_at: '2026-11-22T09:00:00Z',
+    });
+    expect(target.requests).toHaveLength(2);
+    expect(target.requests[1]!.body.equals(target.requests[0]!.body)).toBe(true);
+    expectError(await sandbox.call('POST', '/_sandbox/deliveries/dlv_nope/redeliver'), 404, 'not_found');
+    const other = await sandbox.newAccount();
+    expectError(
+      await sandbox.call('POST', `/_sandbox/deliveries/${first.id}/redeliver`, { key: other }),
+      404,
+      'not_found',
+    );
+    expectError(
+      await sandbox.call('GET', `/_sandbox/webhooks/${hook.id}/deliveries`, { key: other }),
+      404,
+      'not_found',
+    );
+  });
+
+  it('triggers every event type with sample data', async () => {
+    const sandbox = await frozen();
+    const target = await receiver();
+    const events = [
+      'shipment.created',
+      'shipment.cancelled',
+      'label.generated',
+      'label.voided',
+      'tracking.updated',
+      'tracking.delivered',
+      'tracking.exception',
+    ];
+    await register(sandbox, target.url, events);
+    for (const event of events) {
+      const fired = await sandbox.call('POST', '/_sandbox/events/trigger', { body: { event } });
+      expect(fired.status).toBe(201);
+      expect(fired.json).toMatchObject({ event, created_at: '2026-11-22T08:00:00Z' });
+    }
+    await advance(sandbox, 0);
+    const received = target.requests.map((r) => JSON.parse(r.body.toString()));
+    expect(received.map((e) => e.event).sort()).toEqual([...events].sort());
+    const delivered = received.find((e) => e.event === 'tracking.delivered');
+    expect(Object.keys(delivered.data).sort()).toEqual([
+      'carrier',
+      'delivered_at',
+      'status',
+      'tracking_number',
+    ]);
+    expectError(
+      await sandbox.call('POST', '/_sandbox/events/trigger', { body: { event: 'nope' } }),
+      422,
+      'invalid_field',
+      'event',
+    );
+    expect((await sandbox.call('GET', '/_sandbox/events?event=label.voided')).json.data).toHaveLength(1);
+    expectError(await sandbox.call('GET', '/_sandbox/events?event=nope'), 400, 'invalid_parameter', 'event');
+  });
+});
+
+describe('crash safety', () => {
+  let dir: string | undefined;
+  afterEach(() => {
+    if (dir) rmSync(dir, { recursive: true, force: true });
+    dir = undefined;
+  });
+
+  function open(file: string) {
+    const config = testConfig();
+    const db = openDatabase(file);
+    const wall = { now: Date.UTC(2026, 10, 22, 8, 0, 0) };
+    const state = createState(
+      db,
+      config,
+      capturingLogger().logger,
+      loadScenarios(scenarioDirectories(config)),
+      () => wall.now,
+    );
+    seedDefaultAccount(state.accounts, wall.now, 1);
+    const app = createApp(state);
+    const call = async (method: string, path: string, body?: unknown) => {
+      const response = await app.request(path, {
+        method,
+        headers: { authorization: `Bearer ${DEFAULT_KEY}`, 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      return { status: response.status, json: (await response.json()) as any };
+    };
+    return { db, state, call };
+  }
+
+  it('sends after a restart what was due or on the wire, and marks nothing delivered without a 2xx', async () => {
+    dir = mkdtempSync(join(tmpdir(), 'sandbox-webhooks-'));
+    const file = join(dir, 'sandbox.db');
+    const target = await receiver([500]);
+
+    const first = open(file);
+    await first.call('POST', '/_sandbox/clock', { frozen: true });
+    const hook = (
+      await first.call('POST', '/v1/webhooks', {
+        url: target.url,
+        events: ['shipment.created', 'shipment.cancelled'],
+        secret: SECRET,
+      })
+    ).json;
+    const shipment = (
+      await first.call('POST', '/v1/shipments', {
+        from: {
+          name: 'A',
+          address1: '1 Main St',
+          city: 'San Francisco',
+          state: 'CA',
+          zip: '94104',
+          country: 'US',
+        },
+        to: { name: 'B', address1: '2 Main St', city: 'New York', state: 'NY', zip: '10118', country: 'US' },
+        parcel: { weight: 500, length: 10, width: 10, height: 10 },
+      })
+    ).json;
+    await first.call('POST', '/_sandbox/clock/advance', { by: 0 });
+    expect(target.requests).toHaveLength(1);
+    // A second event is recorded, and its first try is "on the wire" when the process dies.
+    await first.call('DELETE', `/v1/shipments/${shipment.id}`);
+    first.db
+      .prepare(
+        "UPDATE webhook_attempts SET status = 'sending', sent_at = scheduled_at WHERE status = 'scheduled' AND attempt = 0",
+      )
+      .run();
+    first.db
+      .prepare(
+        "UPDATE jobs SET state = 'done' WHERE kind = 'webhook.attempt' AND state = 'pending' AND due_at <= (SELECT clock_anchor_virtual FROM accounts LIMIT 1)",
+      )
+      .run();
+    first.db.close();
+
+    target.reply([200]);
+    const second = open(file);
+    const resent = target.nextRequest();
+    second.state.delivery.resumeInterrupted();
+    const request = await resent;
+    expect(JSON.parse(request.body.toString()).event).toBe('shipment.cancelled');
+    await second.state.delivery.settled(second.state.accounts.findByKey(DEFAULT_KEY)!.account.id);
+
+    // The first event's retry, scheduled before the restart, still fires at its due time.
+    await second.call('POST', '/_sandbox/clock/advance', { by: 59 });
+    expect(target.requests).toHaveLength(2);
+    await second.call('POST', '/_sandbox/clock/advance', { by: 1 });
+    expect(target.requests).toHaveLength(3);
+
+    const attempts = (await second.call('GET', `/_sandbox/webhooks/${hook.id}/deliveries`)).json.data;
+    // Newest first by when each attempt was planned: the retry was planned when the first try failed.
+    expect(attempts.map((a: any) => [a.event, a.attempt, a.status])).toEqual([
+      ['shipment.cancelled', 0, 'succeeded'],
+      ['shipment.created', 1, 'succeeded'],
+      ['shipment.created', 0, 'failed'],
+    ]);
+    second.db.close();
+  });
+});
