@@ -130,6 +130,67 @@ export const SETTINGS = {
     description: 'a directory of your own scenario files (YAML or JSON); the built-in scenarios/ always load',
     schema: z.string().trim().min(1, 'must not be empty').optional(),
   },
+  httpsPort: {
+    flag: 'https-port',
+    env: 'HTTPS_PORT',
+    kind: 'string',
+    placeholder: 'number',
+    defaultText: '4443',
+    description: 'HTTPS port beside the HTTP one; 0 picks a free one',
+    schema: port.default(4443),
+  },
+  tlsCert: {
+    flag: 'tls-cert',
+    env: 'SANDBOX_TLS_CERT',
+    kind: 'string',
+    placeholder: 'path',
+    defaultText: 'made at first start',
+    description:
+      'PEM certificate for the HTTPS listener (with --tls-key); without it one for localhost is made and kept in the data directory',
+    schema: z.string().trim().min(1, 'must not be empty').optional(),
+  },
+  tlsKey: {
+    flag: 'tls-key',
+    env: 'SANDBOX_TLS_KEY',
+    kind: 'string',
+    placeholder: 'path',
+    defaultText: 'made at first start',
+    description: 'PEM private key of --tls-cert',
+    schema: z.string().trim().min(1, 'must not be empty').optional(),
+  },
+  strictHttps: {
+    flag: 'strict-https',
+    env: 'SANDBOX_STRICT_HTTPS',
+    kind: 'boolean',
+    defaultText: 'off',
+    description: 'answer plain-HTTP calls to /v1 with 403 https_required, as the real service does',
+    schema: booleanText.default(false),
+  },
+  trustProxy: {
+    flag: 'trust-proxy',
+    env: 'SANDBOX_TRUST_PROXY',
+    kind: 'boolean',
+    defaultText: 'off',
+    description: 'believe X-Forwarded-Proto from a TLS-terminating proxy in front of the sandbox',
+    schema: booleanText.default(false),
+  },
+  noRateLimits: {
+    flag: 'no-rate-limits',
+    env: 'SANDBOX_NO_RATE_LIMITS',
+    kind: 'boolean',
+    defaultText: 'off',
+    description: 'switch rate limits off for every account (headers are still sent)',
+    schema: booleanText.default(false),
+  },
+  adminToken: {
+    flag: 'admin-token',
+    env: 'SANDBOX_ADMIN_TOKEN',
+    kind: 'string',
+    placeholder: 'token',
+    defaultText: 'none',
+    description: 'require Authorization: Bearer <token> to create accounts (for shared deployments)',
+    schema: z.string().min(8, 'must be at least 8 characters').optional(),
+  },
   allowHttpWebhooks: {
     flag: 'allow-http-webhooks',
     env: 'SANDBOX_ALLOW_HTTP_WEBHOOKS',
@@ -243,5 +304,5 @@ export function helpText(): string {
 export function testConfig(overrides: Partial<Config> = {}): Config {
   const parsed = parseCommandLine([], {});
   if (parsed.help) throw new Error('unreachable');
-  return { ...parsed.config, memory: true, port: 0, logLevel: 'silent', ...overrides };
+  return { ...parsed.config, memory: true, port: 0, httpsPort: 0, logLevel: 'silent', ...overrides };
 }
