@@ -58,6 +58,7 @@ export class Scheduler {
   private timer: NodeJS.Timeout | undefined;
   private stopped = true;
   private ticking: Promise<void> | undefined;
+  private wokenDuringTick = false;
 
   private readonly insertStatement;
   private readonly nextDueStatement;
@@ -208,10 +209,26 @@ export class Scheduler {
       this.logger.error({ job: job.id, kind: job.kind }, 'no handler for job');
       return { ...summary, error: 'no handler' };
     }
-    this.markStatement.run({ seq: row.seq, state: 'running', finishedAt: null, error: null });
     try {
-      const outcome = await handler(job);
-      this.markStatement.run({ seq: row.seq, state: 'done', finishedAt: job.dueAt, error: null });
+      // A synchronous handler's effects and the job's `done` commit together, so a crash can neither
+      // lose a step nor play it twice. An asynchronous one is marked `running` while it works and runs
+      // again after a crash.
+      let pending: Promise<JobOutcome> | undefined;
+      let outcome: JobOutcome;
+      this.db.transaction(() => {
+        const result = handler(job);
+        if (result instanceof Promise) {
+          pending = result;
+          this.markStatement.run({ seq: row.seq, state: 'running', finishedAt: null, error: null });
+        } else {
+          outcome = result;
+          this.markStatement.run({ seq: row.seq, state: 'done', finishedAt: job.dueAt, error: null });
+        }
+      })();
+      if (pending) {
+        outcome = await pending;
+        this.markStatement.run({ seq: row.seq, state: 'done', finishedAt: job.dueAt, error: null });
+      }
       return { ...summary, ...outcome };
     } catch (error) {
       this.logger.error({ err: error, job: job.id, kind: job.kind }, 'job failed');
@@ -240,6 +257,11 @@ export class Scheduler {
   /** Re-plans the timer now: a job or a clock changed. */
   wake(): void {
     if (this.stopped) return;
+    if (this.ticking) {
+      // The running tick re-plans from scratch when it ends.
+      this.wokenDuringTick = true;
+      return;
+    }
     clearTimeout(this.timer);
     this.timer = setTimeout(() => void this.tick(), 0);
     this.timer.unref();
@@ -263,6 +285,8 @@ export class Scheduler {
         }
       }
       await Promise.all(runs);
+      // What just ran may have scheduled more; plan the next sleep from the new state.
+      if (runs.length > 0) this.wokenDuringTick = true;
     })();
     try {
       await this.ticking;
@@ -272,7 +296,9 @@ export class Scheduler {
       this.ticking = undefined;
       if (!this.stopped) {
         clearTimeout(this.timer);
-        this.timer = setTimeout(() => void this.tick(), Math.max(sleep, 1));
+        const delay = this.wokenDuringTick ? 0 : Math.max(sleep, 1);
+        this.wokenDuringTick = false;
+        this.timer = setTimeout(() => void this.tick(), delay);
         this.timer.unref();
       }
     }

@@ -4,7 +4,7 @@ import { DAY, formatTimestamp } from '../http/time.js';
 import { getShipment } from '../shipments/shipments.js';
 import type { ShipmentRecord } from '../shipments/store.js';
 import type { Actor, State } from '../state.js';
-import { findScenario, startScenario, TRACKING_STEP } from '../tracking/tracking.js';
+import { defaultScenarioOf, startScenario, TRACKING_STEP } from '../tracking/tracking.js';
 import type { CreateLabelInput, Label, VoidedLabel } from './schema.js';
 import type { LabelRecord } from './store.js';
 import { trackingNumberFor } from './tracking-number.js';
@@ -108,8 +108,7 @@ export async function generateLabel(
       trackingNumber: label.trackingNumber,
     });
     state.events.record(actor.accountId, 'label.generated', presentLabel(state, stored, cdnBase), actor.now);
-    const account = state.accounts.find(actor.accountId);
-    startScenario(state, actor, stored, linked, findScenario(state, account?.defaultScenario ?? 'standard'));
+    startScenario(state, actor, stored, linked, defaultScenarioOf(state, actor.accountId));
     return stored;
   })();
 }

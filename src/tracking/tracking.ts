@@ -50,6 +50,19 @@ export function findScenario(state: State, name: string, field = 'name'): Scenar
   return scenario;
 }
 
+/**
+ * The scenario a new label of the account plays. Its default may name a scenario that is gone (a
+ * `--scenarios-dir` removed before a restart); then `standard` plays, rather than failing the label.
+ */
+export function defaultScenarioOf(state: State, accountId: string): Scenario {
+  const name = state.accounts.find(accountId)?.defaultScenario ?? 'standard';
+  const scenario = state.scenarios.get(name) ?? state.scenarios.get('standard');
+  if (!scenario) throw new Error('the built-in standard scenario is missing');
+  if (scenario.name !== name)
+    state.logger.warn({ accountId, scenario: name }, 'default scenario missing; playing standard');
+  return scenario;
+}
+
 function timelineFor(
   state: State,
   label: LabelRecord,
@@ -150,9 +163,11 @@ export function applyEvent(
 
   state.tracking.append(actor.accountId, label.id, event);
   if (event.status !== 'pre_transit') state.labels.markScanned(label.id, event.occurredAt);
+  // A delivered shipment stays delivered, whatever is played on its tracking afterwards.
   const shipmentStatus = shipmentStatusFor(event.status);
-  if (shipmentStatus && shipmentStatus !== shipment.status)
+  if (shipmentStatus && shipmentStatus !== shipment.status && shipment.status !== 'delivered') {
     state.shipments.setStatus(shipment, shipmentStatus);
+  }
 
   let current: LabelRecord = { ...label, trackingStatus: event.status };
   // Delivered, the estimate is the delivery itself, however the parcel got there (a forced advance, a
