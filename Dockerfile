@@ -16,6 +16,7 @@ FROM node:26-bookworm-slim
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=4010 \
+    HTTPS_PORT=4443 \
     SANDBOX_DATA_DIR=/data
 WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules
@@ -26,7 +27,8 @@ COPY scenarios ./scenarios
 RUN mkdir -p /data && chown node:node /data
 USER node
 VOLUME ["/data"]
-EXPOSE 4010
+# 4443 is HTTPS; its certificate (for localhost) is made in /data/tls on first start.
+EXPOSE 4010 4443
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||4010)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 CMD ["node", "dist/main.js"]

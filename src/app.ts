@@ -2,12 +2,17 @@ import { OpenAPIHono } from '@hono/zod-openapi';
 import { Scalar } from '@scalar/hono-api-reference';
 import type { MiddlewareHandler } from 'hono';
 import type { Logger } from 'pino';
-import { authenticate } from './http/auth.js';
+import { injectFaults } from './faults/faults.js';
+import { authenticate, requireAdminToken } from './http/auth.js';
 import { limitBodySize, requireJsonObjectBody } from './http/body.js';
 import type { AppEnv } from './http/context.js';
 import { errorHandler, routeNotFound } from './http/error-handler.js';
+import { journalRequests } from './http/journal.js';
+import { rateLimit } from './http/rate-limit.js';
+import { requireHttps } from './http/strict-https.js';
 import { cdnRoutes, labelRoutes } from './labels/routes.js';
 import { rateRoutes } from './rates/routes.js';
+import { accountControlRoutes } from './sandbox/account-routes.js';
 import { sandboxRoutes } from './sandbox/routes.js';
 import { trackingControlRoutes } from './sandbox/tracking-routes.js';
 import { webhookControlRoutes } from './sandbox/webhook-routes.js';
@@ -29,9 +34,21 @@ export function createApp(state: State) {
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
 
   const auth = authenticate(state.accounts, realNow);
-  app.use('/v1/*', limitBodySize, auth, requireJsonObjectBody);
+  app.use('/v1/*', requireHttps(state.config));
+  // Order matters: who is calling, then the journal sees every outcome after that, then the limits
+  // count the request, then faults may take it over, and only then is the body read.
+  app.use(
+    '/v1/*',
+    limitBodySize,
+    auth,
+    journalRequests(state.journal),
+    rateLimit(state.rateLimiter, !state.config.noRateLimits),
+    injectFaults(state.faults),
+    requireJsonObjectBody,
+  );
+  const adminOnly = requireAdminToken(state.config.adminToken);
   app.use('/_sandbox/*', limitBodySize, (c, next) =>
-    c.req.method === 'POST' && c.req.path === '/_sandbox/accounts' ? next() : auth(c, next),
+    c.req.method === 'POST' && c.req.path === '/_sandbox/accounts' ? adminOnly(c, next) : auth(c, next),
   );
   app.use('/_sandbox/*', requireJsonObjectBody);
 
@@ -44,6 +61,7 @@ export function createApp(state: State) {
   app.route('/_sandbox', sandboxRoutes(state));
   app.route('/_sandbox', trackingControlRoutes(state));
   app.route('/_sandbox', webhookControlRoutes(state));
+  app.route('/_sandbox', accountControlRoutes(state));
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'bearerAuth', {
     type: 'http',

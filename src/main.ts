@@ -27,33 +27,40 @@ async function main(): Promise<void> {
   try {
     sandbox = await startSandbox(config, logger);
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
     if (error instanceof ScenarioFileError) {
       process.stderr.write(`shipping-sandbox: a scenario file is invalid:\n${error.message}\n`);
       process.exitCode = 2;
       return;
     }
-    const reason =
-      code === 'EADDRINUSE'
-        ? `port ${config.port} on ${config.host} is already in use (choose another with --port, or 0 for any free port)`
-        : (error as Error).message;
-    process.stderr.write(`shipping-sandbox: cannot start: ${reason}\n`);
+    // Flags that passed parsing but name unusable files (--tls-cert without --tls-key, say).
+    if (error instanceof ConfigError) {
+      process.stderr.write(`shipping-sandbox: ${error.message}\n`);
+      process.exitCode = 2;
+      return;
+    }
+    process.stderr.write(`shipping-sandbox: cannot start: ${(error as Error).message}\n`);
     process.exitCode = 1;
     return;
   }
 
-  const { origin, cdnUrl, location } = sandbox;
+  const { origin, httpsOrigin, certificatePath, cdnUrl, location } = sandbox;
   const key = DEFAULT_ACCOUNT.api_key.value;
+  const cert = shellQuote(certificatePath);
+  const temporaryCert = location === ':memory:' && config.tlsCert === undefined;
   process.stdout.write(
     [
       'Shipping Sandbox is ready.',
-      `  API       ${origin}/v1`,
+      `  API       ${origin}/v1${config.strictHttps ? '   (strict HTTPS: answers 403 https_required)' : ''}`,
+      `  HTTPS     ${httpsOrigin}/v1`,
+      `  Cert      ${certificatePath}${temporaryCert ? '   (made for this run, removed at exit)' : ''}`,
       `  CDN       ${cdnUrl}`,
       `  Docs      ${origin}/docs   (OpenAPI: ${origin}/openapi.json)`,
       `  Data      ${location === ':memory:' ? 'in memory (lost at exit)' : location}`,
       `  Test key  ${key}`,
       '',
-      `  curl -H "Authorization: Bearer ${key}" ${origin}/v1/shipments`,
+      ...(config.strictHttps ? [] : [`  curl -H "Authorization: Bearer ${key}" ${origin}/v1/shipments`]),
+      `  curl --cacert ${cert} -H "Authorization: Bearer ${key}" ${httpsOrigin}/v1/shipments`,
+      `  Node clients trust the certificate with NODE_EXTRA_CA_CERTS=${cert}`,
       '',
     ].join('\n'),
   );
@@ -64,6 +71,11 @@ async function main(): Promise<void> {
   };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
+}
+
+/** A path as a POSIX shell word, so the printed commands can be pasted as they are. */
+function shellQuote(text: string): string {
+  return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replaceAll("'", "'\\''")}'`;
 }
 
 await main();

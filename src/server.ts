@@ -1,3 +1,4 @@
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { type ServerType, serve } from '@hono/node-server';
 import type { Logger } from 'pino';
@@ -5,6 +6,7 @@ import { seedDefaultAccount } from './accounts/accounts.js';
 import { createApp } from './app.js';
 import type { Config } from './config.js';
 import { databaseLocation, openDatabase } from './db/database.js';
+import { httpsOriginHost, loadTlsMaterial } from './http/https.js';
 import { createLogger } from './logger.js';
 import { loadScenarios } from './scenarios/scenario-file.js';
 import { createState, type State, scenarioDirectories } from './state.js';
@@ -12,21 +14,29 @@ import { createState, type State, scenarioDirectories } from './state.js';
 export interface RunningSandbox {
   /** `http://host:port`, with the port really bound. */
   origin: string;
+  /** `https://localhost:port` (a name the certificate covers), with the port really bound. */
+  httpsOrigin: string;
+  /** The PEM certificate the HTTPS listener serves: what clients trust (`curl --cacert`, `NODE_EXTRA_CA_CERTS`). */
+  certificatePath: string;
   cdnUrl: string;
   /** `:memory:` or the database file's path. */
   location: string;
   state: State;
-  /** Stops listening, then closes the database. */
+  /** Stops both listeners, then closes the database. */
   close(): Promise<void>;
 }
 
-/** Opens the database, seeds it, and listens. Resolves once the port is bound. */
+/** Opens the database, seeds it, and listens over HTTP and HTTPS. Resolves once both ports are bound. */
 export async function startSandbox(
   config: Config,
   logger: Logger = createLogger(config.logLevel),
 ): Promise<RunningSandbox> {
-  // Scenario files first: a bad one stops start-up before anything is opened.
+  // Scenario files and TLS files first: a bad one stops start-up before anything is opened.
   const scenarios = loadScenarios(scenarioDirectories(config));
+  const tls = await loadTlsMaterial(config, logger);
+  // Clients that trusted an earlier certificate have to trust the new one: worth a line.
+  if (tls.source === 'generated' && !config.memory)
+    logger.info({ certificatePath: tls.certificatePath }, 'made a new HTTPS certificate for localhost');
   const location = databaseLocation(config);
   const db = openDatabase(location);
   const state = createState(db, config, logger, scenarios);
@@ -35,35 +45,87 @@ export async function startSandbox(
   state.delivery.resumeInterrupted();
   await state.scheduler.start();
 
-  let server: ServerType;
-  const info = await new Promise<AddressInfo>((resolve, reject) => {
-    server = serve({ fetch: app.fetch, hostname: config.host, port: config.port }, resolve);
-    server.once('error', (error) => {
-      db.close();
-      reject(error);
+  const servers: ServerType[] = [];
+  const listen = (options: Parameters<typeof serve>[0], what: string, flag: string, port: number) =>
+    new Promise<AddressInfo>((resolve, reject) => {
+      const server = serve(options, resolve);
+      servers.push(server);
+      server.once('error', (error) => reject(listenError(error, what, flag, config.host, port)));
     });
-  });
+
+  const stopServers = () =>
+    Promise.all(
+      servers.map(
+        (server) =>
+          new Promise<void>((resolve) => {
+            if (!server.listening) return resolve();
+            server.close(() => resolve());
+            // Keep-alive connections would hold close() open; a sandbox has nothing worth waiting for.
+            if ('closeAllConnections' in server) server.closeAllConnections();
+          }),
+      ),
+    );
+  const release = async () => {
+    await state.scheduler.stop();
+    db.close();
+    tls.dispose();
+  };
+
+  let info: AddressInfo;
+  let httpsInfo: AddressInfo;
+  try {
+    info = await listen(
+      { fetch: app.fetch, hostname: config.host, port: config.port },
+      'HTTP',
+      'port',
+      config.port,
+    );
+    httpsInfo = await listen(
+      {
+        fetch: app.fetch,
+        hostname: config.host,
+        port: config.httpsPort,
+        createServer: createHttpsServer,
+        serverOptions: { cert: tls.cert, key: tls.key },
+      },
+      'HTTPS',
+      'https-port',
+      config.httpsPort,
+    );
+  } catch (error) {
+    await stopServers();
+    await release();
+    throw error;
+  }
 
   const host = info.family === 'IPv6' ? `[${info.address}]` : info.address;
   const origin = `http://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${info.port}`;
+  const httpsOrigin = `https://${httpsOriginHost(httpsInfo.address, tls.certificate)}:${httpsInfo.port}`;
   let closing: Promise<void> | undefined;
   return {
     origin,
+    httpsOrigin,
+    certificatePath: tls.certificatePath,
     cdnUrl: config.cdnUrl ?? `${origin}/cdn`,
     location,
     state,
     close() {
-      closing ??= new Promise<void>((resolve) => {
-        server.close(() => {
-          void state.scheduler.stop().then(() => {
-            db.close();
-            resolve();
-          });
-        });
-        // Keep-alive connections would hold close() open; a sandbox has nothing worth waiting for.
-        if ('closeAllConnections' in server) server.closeAllConnections();
-      });
+      closing ??= stopServers().then(release);
       return closing;
     },
   };
+}
+
+/** A listen failure in words that name the flag to change. */
+function listenError(error: Error, what: string, flag: string, host: string, port: number): Error {
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code === 'EADDRINUSE')
+    return new Error(
+      `${what} port ${port} on ${host} is already in use (choose another with --${flag}, or 0 for any free port)`,
+    );
+  if (code === 'EACCES')
+    return new Error(
+      `${what} port ${port} on ${host} needs privileges this process lacks (choose another with --${flag})`,
+    );
+  return error;
 }

@@ -4,6 +4,9 @@ import { type Job, Scheduler } from './clock/scheduler.js';
 import type { Config } from './config.js';
 import type { Db } from './db/database.js';
 import { EventStore } from './events/store.js';
+import { FaultStore } from './faults/store.js';
+import { RequestJournal } from './http/journal.js';
+import { RateLimiter } from './http/rate-limit.js';
 import { LabelFiles } from './labels/label-files.js';
 import { UrlSigner } from './labels/signed-url.js';
 import { LabelStore } from './labels/store.js';
@@ -28,6 +31,9 @@ export interface State {
   webhooks: WebhookStore;
   delivery: WebhookDelivery;
   tracking: TrackingStore;
+  rateLimiter: RateLimiter;
+  faults: FaultStore;
+  journal: RequestJournal;
   /** The scenarios by name: the built-in ones and the user's (`--scenarios-dir`). */
   scenarios: ReadonlyMap<string, Scenario>;
   logger: Logger;
@@ -61,6 +67,9 @@ export function createState(
     labelFiles: new LabelFiles(),
     urlSigner: new UrlSigner(db),
     tracking: new TrackingStore(db),
+    rateLimiter: new RateLimiter(),
+    faults: new FaultStore(db),
+    journal: new RequestJournal(),
     scenarios,
   };
   state.scheduler.register(TRACKING_STEP, (job: Job<StepPayload>) => runScheduledStep(state, job));

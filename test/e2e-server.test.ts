@@ -106,7 +106,7 @@ describe('the command line', () => {
   it('starts on a data directory, prints the banner, and stops cleanly on SIGTERM', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'sandbox-e2e-'));
     try {
-      const child = run(['--port', '0', '--data-dir', dataDir, '--log-level', 'warn']);
+      const child = run(['--port', '0', '--https-port', '0', '--data-dir', dataDir, '--log-level', 'warn']);
       const { output, exited } = collect(child);
       await new Promise<void>((resolve, reject) => {
         const timer = setInterval(() => {
@@ -125,6 +125,8 @@ describe('the command line', () => {
       expect(output.stdout).toContain(`Test key  ${DEFAULT_KEY}`);
       expect(output.stdout).toContain(`CDN       ${origin}/cdn`);
       expect(output.stdout).toContain(join(dataDir, 'sandbox.db'));
+      expect(output.stdout).toMatch(/HTTPS\s+https:\/\/localhost:\d+\/v1/);
+      expect(output.stdout).toContain(`Cert      ${join(dataDir, 'tls', 'cert.pem')}`);
       const health = await fetch(`${origin}/healthz`);
       expect(health.status).toBe(200);
 

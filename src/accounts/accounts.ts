@@ -33,6 +33,7 @@ export function seedDefaultAccount(store: AccountStore, realNow: number, clockSp
     clock: startClock(realNow, clockSpeed),
     defaultScenario: 'standard',
     webhookRetrySchedule: null,
+    rateLimitsEnabled: true,
   });
   store.insertApiKey(
     { id: api_key.id, accountId: id, name: api_key.name, scopes: [...SCOPES], createdAt: realNow },
@@ -56,6 +57,7 @@ export function createAccount(
     clock: startClock(realNow, clockSpeed),
     defaultScenario: 'standard',
     webhookRetrySchedule: null,
+    rateLimitsEnabled: true,
   };
   const apiKey = newKeyValue();
   store.insert(account);

@@ -13,6 +13,8 @@ export interface Account {
   defaultScenario: string;
   /** Milliseconds before each webhook retry, or null for the server's ladder. */
   webhookRetrySchedule: number[] | null;
+  /** Whether the plan and key ceilings are enforced for this account. */
+  rateLimitsEnabled: boolean;
 }
 
 export interface ApiKeyRecord {
@@ -37,6 +39,7 @@ interface AccountRow {
   clock_frozen: number;
   default_scenario: string;
   webhook_retry_schedule: string | null;
+  rate_limits_enabled: number;
 }
 
 interface KeyRow {
@@ -67,6 +70,7 @@ const toAccount = (row: AccountRow): Account => ({
   defaultScenario: row.default_scenario,
   webhookRetrySchedule:
     row.webhook_retry_schedule === null ? null : (JSON.parse(row.webhook_retry_schedule) as number[]),
+  rateLimitsEnabled: row.rate_limits_enabled === 1,
 });
 
 const toKey = (row: KeyRow): ApiKeyRecord => ({
@@ -88,6 +92,9 @@ export class AccountStore {
   private readonly selectByKeyHash;
   private readonly updateClockStatement;
   private readonly updateSettingsStatement;
+  private readonly selectKeys;
+  private readonly revokeKeyStatement;
+  private readonly touchKeyStatement;
 
   constructor(db: Db) {
     this.insertAccount = db.prepare(
@@ -111,9 +118,16 @@ export class AccountStore {
       `UPDATE accounts SET clock_anchor_real = @anchorReal, clock_anchor_virtual = @anchorVirtual,
          clock_speed = @speed, clock_frozen = @frozen WHERE id = @id`,
     );
+    this.selectKeys = db.prepare<[string], KeyRow>(
+      'SELECT * FROM api_keys WHERE account_id = ? ORDER BY created_at DESC, rowid DESC',
+    );
+    this.revokeKeyStatement = db.prepare(
+      'UPDATE api_keys SET revoked_at = coalesce(revoked_at, @at) WHERE id = @id AND account_id = @accountId',
+    );
+    this.touchKeyStatement = db.prepare('UPDATE api_keys SET last_used_at = @at WHERE id = @id');
     this.updateSettingsStatement = db.prepare(
       `UPDATE accounts SET plan = @plan, default_scenario = @defaultScenario,
-         webhook_retry_schedule = @webhookRetrySchedule WHERE id = @id`,
+         webhook_retry_schedule = @webhookRetrySchedule, rate_limits_enabled = @rateLimitsEnabled WHERE id = @id`,
     );
   }
 
@@ -165,14 +179,32 @@ export class AccountStore {
     return { account: toAccount(row), key };
   }
 
-  saveSettings(account: Pick<Account, 'id' | 'plan' | 'defaultScenario' | 'webhookRetrySchedule'>): void {
+  saveSettings(
+    account: Pick<Account, 'id' | 'plan' | 'defaultScenario' | 'webhookRetrySchedule' | 'rateLimitsEnabled'>,
+  ): void {
     this.updateSettingsStatement.run({
       id: account.id,
       plan: account.plan,
       defaultScenario: account.defaultScenario,
+      rateLimitsEnabled: account.rateLimitsEnabled ? 1 : 0,
       webhookRetrySchedule:
         account.webhookRetrySchedule === null ? null : JSON.stringify(account.webhookRetrySchedule),
     });
+  }
+
+  /** Newest first, revoked ones included. */
+  keys(accountId: string): ApiKeyRecord[] {
+    return this.selectKeys.all(accountId).map(toKey);
+  }
+
+  /** Revokes at once; revoking twice keeps the first time. Undefined when the account has no such key. */
+  revokeKey(accountId: string, keyId: string, at: number): ApiKeyRecord | undefined {
+    this.revokeKeyStatement.run({ id: keyId, accountId, at });
+    return this.keys(accountId).find((key) => key.id === keyId);
+  }
+
+  touchKey(keyId: string, at: number): void {
+    this.touchKeyStatement.run({ id: keyId, at });
   }
 
   saveClock(accountId: string, clock: ClockState): void {

@@ -171,4 +171,24 @@ export const MIGRATIONS: readonly string[] = [
   ) STRICT;
   CREATE INDEX emails_by_account ON emails (account_id, seq);
   `,
+  /* 5: rate-limit switch per account, injected faults */ `
+  ALTER TABLE accounts ADD COLUMN rate_limits_enabled INTEGER NOT NULL DEFAULT 1;
+
+  CREATE TABLE faults (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    account_id TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+    method TEXT,
+    path TEXT NOT NULL,
+    status INTEGER,
+    code TEXT,
+    retry_after INTEGER,
+    delay_ms INTEGER NOT NULL DEFAULT 0,
+    drop_connection INTEGER NOT NULL DEFAULT 0,
+    times INTEGER,
+    remaining INTEGER,
+    created_at INTEGER NOT NULL
+  ) STRICT;
+  CREATE INDEX faults_by_account ON faults (account_id, seq);
+  `,
 ];

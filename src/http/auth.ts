@@ -1,3 +1,4 @@
+import { timingSafeEqual } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
 import { keyShape } from '../accounts/keys.js';
 import type { Scope } from '../accounts/scopes.js';
@@ -37,12 +38,12 @@ export function authenticate(
     if (found.key.revokedAt !== null)
       throw new ApiError(401, 'invalid_api_key', 'The API key has been revoked.');
 
-    c.set('auth', {
-      account: found.account,
-      keyId: found.key.id,
-      scopes: new Set(found.key.scopes),
-      now: clockNow(found.account.clock, realNow()),
-    });
+    const now = clockNow(found.account.clock, realNow());
+    // "Last used" to the second is all anyone reads; writing it once a second keeps writes off the hot path.
+    if (found.key.lastUsedAt === null || now - found.key.lastUsedAt >= 1000 || now < found.key.lastUsedAt) {
+      accounts.touchKey(found.key.id, now);
+    }
+    c.set('auth', { account: found.account, keyId: found.key.id, scopes: new Set(found.key.scopes), now });
     await next();
   };
 }
@@ -56,6 +57,30 @@ export function requireScope(scope: Scope): MiddlewareHandler<AppEnv> {
         'insufficient_scope',
         `This API key lacks the '${scope}' scope that this request needs.`,
       );
+    }
+    await next();
+  };
+}
+
+/**
+ * With `--admin-token`, creating accounts needs `Authorization: Bearer <token>`, so a shared
+ * deployment's accounts are handed out by whoever holds it. Without one, creation is open.
+ */
+export function requireAdminToken(token: string | undefined): MiddlewareHandler<AppEnv> {
+  if (token === undefined) return (_c, next) => next();
+  const expected = Buffer.from(token);
+  return async (c, next) => {
+    const match = BEARER.exec(c.req.header('authorization') ?? '');
+    if (!match) {
+      throw new ApiError(
+        401,
+        'missing_api_key',
+        'Creating accounts on this sandbox needs its admin token as a Bearer token.',
+      );
+    }
+    const given = Buffer.from(match[1] as string);
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+      throw new ApiError(401, 'invalid_api_key', 'The admin token is not valid.');
     }
     await next();
   };

@@ -15,6 +15,8 @@ export interface AppEnv {
   Variables: {
     auth: AuthContext;
     logger: Logger;
+    /** Set when an injected fault dropped the connection: there is no answer to journal. */
+    dropped: boolean;
   };
 }
 

@@ -3,7 +3,10 @@
  * `error-handler.ts` turns them (and anything unexpected) into the contract's body:
  * `{"error": {"code", "message", "field"?}}`.
  */
-export type ErrorStatus = 400 | 401 | 403 | 404 | 422 | 429 | 500 | 503;
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+
+/** Any status with a body; the contract's own are 400, 401, 403, 404, 422, 429 and 500, faults add others. */
+export type ErrorStatus = ContentfulStatusCode;
 
 export class ApiError extends Error {
   readonly status: ErrorStatus;

@@ -161,7 +161,7 @@ export function cdnRoutes(state: State, realNow: () => number) {
         throw new ApiError(
           403,
           'url_expired',
-          'This label URL has expired; fetch the label again for a fresh one.',
+          'This label URL has expired; download the label with GET /v1/labels/{id}/download and your API key.',
         );
       }
       return sendFile(

@@ -102,6 +102,7 @@ export function sandboxRoutes(state: State) {
         ...account,
         plan: change.plan ?? account.plan,
         defaultScenario: change.default_scenario ?? account.defaultScenario,
+        rateLimitsEnabled: change.rate_limits ?? account.rateLimitsEnabled,
         webhookRetrySchedule:
           ladder === undefined
             ? account.webhookRetrySchedule
@@ -196,6 +197,7 @@ function presentAccount(account: Account, serverLadder: readonly number[]) {
     plan: account.plan,
     default_scenario: account.defaultScenario,
     webhook_retry_schedule: (account.webhookRetrySchedule ?? serverLadder).map((ms) => ms / 1000),
+    rate_limits: account.rateLimitsEnabled,
     created_at: formatTimestamp(account.createdAt),
   };
 }

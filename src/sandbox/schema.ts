@@ -78,6 +78,7 @@ export const AccountSchema = z
     webhook_retry_schedule: z
       .array(z.number())
       .openapi({ description: 'seconds before each webhook retry; the server ladder unless set' }),
+    rate_limits: z.boolean().openapi({ description: 'whether the plan and key ceilings are enforced' }),
     created_at: TimestampSchema,
   })
   .openapi('Account');
@@ -95,6 +96,10 @@ export const AccountSettingsSchema = z
         example: ['10s', '1m'],
         description: 'delays before each retry; null restores the server ladder',
       }),
+    rate_limits: z
+      .boolean()
+      .optional()
+      .openapi({ description: 'false switches rate limiting off for this account' }),
   })
   .strict()
   .openapi('AccountSettings');

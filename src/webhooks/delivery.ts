@@ -99,9 +99,14 @@ export class WebhookDelivery {
   resumeInterrupted(): void {
     for (const attempt of this.store.interrupted()) {
       const webhook = this.store.findById(attempt.webhookId);
-      if (!webhook) continue;
+      // A manual redelivery goes out whatever the webhook's status; anything else only to an active one.
+      if (!webhook || (webhook.status !== 'active' && !attempt.redelivery)) {
+        this.store.cancelAttempt(attempt.id, 'the webhook is not active');
+        continue;
+      }
       this.logger.info({ attempt: attempt.id }, 'resending a delivery interrupted by a restart');
-      this.track(attempt.accountId, this.send(attempt, webhook, attempt.sentAt ?? attempt.scheduledAt));
+      const sentAt = attempt.sentAt ?? attempt.scheduledAt;
+      this.track(attempt.accountId, this.send(attempt, webhook, sentAt, { manual: attempt.redelivery }));
     }
   }
 

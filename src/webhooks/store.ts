@@ -116,6 +116,7 @@ export class WebhookStore {
   private readonly selectEmails;
   private readonly selectBody;
   private readonly markDeleted;
+  private readonly cancelAttemptStatement;
   private readonly selectLastAttempt;
   private readonly selectAnyWebhook;
 
@@ -123,7 +124,10 @@ export class WebhookStore {
     this.selectLastAttempt = db.prepare<[string, string], { n: number | null }>(
       'SELECT max(attempt) AS n FROM webhook_attempts WHERE webhook_id = ? AND event_id = ?',
     );
-    this.markDeleted = db.prepare('UPDATE webhooks SET deleted_at = ? WHERE id = ?');
+    this.cancelAttemptStatement = db.prepare(
+      "UPDATE webhook_attempts SET status = 'cancelled', error_message = @reason WHERE id = @id",
+    );
+    this.markDeleted = db.prepare("UPDATE webhooks SET deleted_at = ?, status = 'disabled' WHERE id = ?");
     this.selectAnyWebhook = db.prepare<[string], WebhookRow>('SELECT * FROM webhooks WHERE id = ?');
     this.insertWebhook = db.prepare(
       `INSERT INTO webhooks (id, account_id, url, events, secret, status, created_at)
@@ -193,7 +197,10 @@ export class WebhookStore {
     this.updateWebhook.run({ ...webhook, events: JSON.stringify(webhook.events) });
   }
 
-  /** Deleted webhooks keep their row (their attempts stay inspectable) but are gone for the API. */
+  /**
+   * Deleted webhooks keep their row, disabled, so a send still on the wire finds it and neither
+   * retries nor alerts; the API no longer shows it.
+   */
   delete(webhook: WebhookRecord, at: number): void {
     this.cancelPending(webhook.id, 'the webhook was deleted');
     this.markDeleted.run(at, webhook.id);
@@ -263,6 +270,10 @@ export class WebhookStore {
       errorMessage: result.errorMessage,
       nextAttemptAt,
     });
+  }
+
+  cancelAttempt(id: string, reason: string): void {
+    this.cancelAttemptStatement.run({ id, reason });
   }
 
   cancelPending(webhookId: string, reason: string): void {

@@ -1,0 +1,230 @@
+import { createPrivateKey, type KeyObject, X509Certificate } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { isIP } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { Logger } from 'pino';
+import { type Config, ConfigError } from '../config.js';
+
+/** The certificate and key the HTTPS listener serves, and where a client finds the certificate to trust. */
+export interface TlsMaterial {
+  cert: string;
+  key: string;
+  /** Absolute path of the PEM certificate: what the banner tells clients to trust. */
+  certificatePath: string;
+  certificate: X509Certificate;
+  /** How the material came about, for the log line. */
+  source: 'flags' | 'kept' | 'generated';
+  /** Removes what was made only for this process (the temporary directory of `--memory`). */
+  dispose(): void;
+}
+
+export const TLS_DIRECTORY = 'tls';
+export const CERT_FILE = 'cert.pem';
+export const KEY_FILE = 'key.pem';
+
+/** Apple's platforms refuse TLS server certificates valid for longer, even when the user trusts them. */
+const VALIDITY_DAYS = 825;
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * Finds the HTTPS certificate: the pair given by `--tls-cert`/`--tls-key`, else the one kept in
+ * `<data dir>/tls/`, made on first start. With `--memory` nothing may outlive the process, so a
+ * pair is made in a temporary directory that `dispose()` removes.
+ */
+export async function loadTlsMaterial(
+  config: Pick<Config, 'tlsCert' | 'tlsKey' | 'memory' | 'dataDir'>,
+  logger?: Logger,
+  now: number = Date.now(),
+): Promise<TlsMaterial> {
+  if (config.tlsCert !== undefined || config.tlsKey !== undefined) return fromFlags(config, now, logger);
+  if (config.memory) {
+    const dir = mkdtempSync(join(tmpdir(), 'shipping-sandbox-tls-'));
+    try {
+      const material = await generateInto(dir, now);
+      return { ...material, dispose: () => rmSync(dir, { recursive: true, force: true }) };
+    } catch (error) {
+      rmSync(dir, { recursive: true, force: true });
+      throw error;
+    }
+  }
+  return keptInDataDir(resolve(config.dataDir, TLS_DIRECTORY), now, logger);
+}
+
+function fromFlags(
+  config: Pick<Config, 'tlsCert' | 'tlsKey'>,
+  now: number,
+  logger: Logger | undefined,
+): TlsMaterial {
+  const { tlsCert, tlsKey } = config;
+  if (tlsCert === undefined || tlsKey === undefined) {
+    const [given, missing] =
+      tlsCert === undefined ? ['--tls-key', '--tls-cert'] : ['--tls-cert', '--tls-key'];
+    throw new ConfigError(
+      `${given} was given without ${missing}: the HTTPS listener needs both a certificate and its private key.`,
+    );
+  }
+  const certificatePath = resolve(tlsCert);
+  const cert = readPem(certificatePath, '--tls-cert');
+  const key = readPem(resolve(tlsKey), '--tls-key');
+  const checked = checkPair(cert, key);
+  if ('problem' in checked) {
+    const names = { cert: `--tls-cert ${tlsCert}`, key: `--tls-key ${tlsKey}` };
+    throw new ConfigError(`${checked.problem(names)}.`);
+  }
+  const { certificate } = checked;
+  // A given certificate is the user's choice: an expired one is served as it is, with a warning.
+  if (Date.parse(certificate.validTo) <= now)
+    logger?.warn({ certificatePath, validTo: certificate.validTo }, 'the --tls-cert certificate has expired');
+  return { cert, key, certificatePath, certificate, source: 'flags', dispose() {} };
+}
+
+function readPem(path: string, flag: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const reason =
+      code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : (error as Error).message;
+    throw new ConfigError(`Cannot read ${flag} ${path}: ${reason}.`);
+  }
+}
+
+type Names = { cert: string; key: string };
+
+/** The parsed certificate when the pair is usable, else what is wrong in words that name the files. */
+function checkPair(
+  cert: string,
+  key: string,
+): { certificate: X509Certificate } | { problem: (names: Names) => string } {
+  let certificate: X509Certificate;
+  try {
+    certificate = new X509Certificate(cert);
+  } catch {
+    return { problem: (n) => `${n.cert} is not a PEM certificate` };
+  }
+  let privateKey: KeyObject;
+  try {
+    privateKey = createPrivateKey(key);
+  } catch {
+    return { problem: (n) => `${n.key} is not an unencrypted PEM private key` };
+  }
+  if (!certificate.checkPrivateKey(privateKey))
+    return { problem: (n) => `${n.key} is not the private key of the certificate ${n.cert}` };
+  return { certificate };
+}
+
+async function keptInDataDir(dir: string, now: number, logger: Logger | undefined): Promise<TlsMaterial> {
+  const certificatePath = join(dir, CERT_FILE);
+  const keyPath = join(dir, KEY_FILE);
+  if (existsSync(certificatePath) && existsSync(keyPath)) {
+    // Unreadable files are not ours to replace (wrong owner, say): stop rather than overwrite.
+    const cert = readKept(certificatePath);
+    const key = readKept(keyPath);
+    const checked = checkPair(cert, key);
+    if ('certificate' in checked && Date.parse(checked.certificate.validTo) > now + DAY_MS)
+      return { cert, key, certificatePath, certificate: checked.certificate, source: 'kept', dispose() {} };
+    // Expired, about to expire, or damaged (a crash between the two renames): the directory is the
+    // sandbox's own, and a fresh pair is what anyone would do by hand.
+    const reason =
+      'problem' in checked
+        ? checked.problem({ cert: CERT_FILE, key: KEY_FILE })
+        : `expires ${checked.certificate.validTo}`;
+    logger?.warn({ certificatePath, reason }, 'replacing the kept HTTPS certificate');
+  }
+  try {
+    mkdirSync(dir, { recursive: true });
+  } catch (error) {
+    throw new Error(`Cannot create ${dir} for the HTTPS certificate: ${(error as Error).message}`);
+  }
+  return { ...(await generateInto(dir, now)), dispose() {} };
+}
+
+function readKept(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new Error(
+      `Cannot read the kept HTTPS certificate file ${path}: ${(error as Error).message}. ` +
+        'Fix its permissions or delete it to have a new certificate made.',
+    );
+  }
+}
+
+/** Makes a self-signed pair for localhost and writes it to `dir`: the key readable by its owner only. */
+async function generateInto(dir: string, now: number): Promise<Omit<TlsMaterial, 'dispose'>> {
+  const { cert, key } = await generateLocalhostCertificate(now);
+  const certificatePath = join(dir, CERT_FILE);
+  const keyPath = join(dir, KEY_FILE);
+  // Through temporary names, so another process starting on the same directory never reads half a
+  // file; a leftover of a crash is removed first because `mode` only applies to a new file.
+  for (const [path, text, mode] of [
+    [keyPath, key, 0o600],
+    [certificatePath, cert, 0o644],
+  ] as const) {
+    rmSync(`${path}.tmp`, { force: true });
+    writeFileSync(`${path}.tmp`, text, { mode });
+  }
+  renameSync(`${keyPath}.tmp`, keyPath);
+  renameSync(`${certificatePath}.tmp`, certificatePath);
+  return { cert, key, certificatePath, certificate: new X509Certificate(cert), source: 'generated' };
+}
+
+/**
+ * A self-signed certificate for `localhost`, `127.0.0.1` and `::1`. P-256 keys take milliseconds to
+ * make, where RSA takes a quarter of a second. It is an end-entity certificate (not a CA): Firefox
+ * refuses a CA certificate as a server's, and every client accepts a self-signed leaf as its own
+ * trust anchor. The validity starts a day back so a client whose clock lags still accepts it.
+ */
+export async function generateLocalhostCertificate(
+  now: number = Date.now(),
+): Promise<{ cert: string; key: string }> {
+  // Loaded only when a certificate is made: most starts reuse the kept one.
+  const { generate } = await import('selfsigned');
+  const pems = await generate(
+    [
+      { name: 'commonName', value: 'localhost' },
+      { name: 'organizationName', value: 'Shipping Sandbox' },
+    ],
+    {
+      keyType: 'ec',
+      curve: 'P-256',
+      algorithm: 'sha256',
+      notBeforeDate: new Date(now - DAY_MS),
+      notAfterDate: new Date(now + VALIDITY_DAYS * DAY_MS),
+      extensions: [
+        { name: 'basicConstraints', cA: false, critical: true },
+        { name: 'keyUsage', digitalSignature: true, critical: true },
+        { name: 'extKeyUsage', serverAuth: true },
+        {
+          name: 'subjectAltName',
+          altNames: [
+            { type: 2, value: 'localhost' },
+            { type: 7, ip: '127.0.0.1' },
+            { type: 7, ip: '::1' },
+          ],
+        },
+      ],
+    },
+  );
+  return { cert: pems.cert, key: pems.private };
+}
+
+const WILDCARD = new Set(['0.0.0.0', '::']);
+
+/**
+ * The host name of the HTTPS origin the banner prints: one the certificate is valid for, or TLS
+ * verification fails however the client trusts it. On a loopback or wildcard address that is
+ * `localhost` (what the generated certificate and tools such as mkcert name), else the address itself.
+ */
+export function httpsOriginHost(boundAddress: string, certificate: X509Certificate): string {
+  const local = WILDCARD.has(boundAddress) || boundAddress === '::1' || boundAddress.startsWith('127.');
+  const address = WILDCARD.has(boundAddress) ? '127.0.0.1' : boundAddress;
+  if (local && certificate.checkHost('localhost') !== undefined) return 'localhost';
+  if (isIP(address) !== 0 && certificate.checkIP(address) !== undefined) return hostOf(address);
+  // A given certificate for another name (sandbox.test, say): the client must reach it by that name.
+  const dnsName = /(?:^|, )DNS:([^,*\s]+)/.exec(certificate.subjectAltName ?? '')?.[1];
+  return dnsName ?? hostOf(address);
+}
+
+const hostOf = (address: string): string => (isIP(address) === 6 ? `[${address}]` : address);

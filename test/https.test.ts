@@ -1,0 +1,337 @@
+import { X509Certificate } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TLSSocket } from 'node:tls';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { type Config, ConfigError, testConfig } from '../src/config.js';
+import { generateLocalhostCertificate, loadTlsMaterial } from '../src/http/https.js';
+import { type RunningSandbox, startSandbox } from '../src/server.js';
+import { createTestSandbox, DEFAULT_KEY, expectError } from './helpers.js';
+
+interface Answer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  json: any;
+  /** SHA-256 fingerprint of the certificate the server presented (HTTPS only). */
+  fingerprint?: string;
+}
+
+/**
+ * One request over a real socket with node:http(s), which (unlike fetch) takes a CA per request.
+ * `path` may be absolute-form (`https://host/…`) to test what the request line claims.
+ */
+function send(
+  url: string,
+  options: { ca?: string | Buffer; headers?: Record<string, string>; path?: string } = {},
+): Promise<Answer> {
+  const target = new URL(url);
+  const request = target.protocol === 'https:' ? httpsRequest : httpRequest;
+  return new Promise((resolve, reject) => {
+    const req = request(
+      url,
+      {
+        headers: options.headers,
+        ...(options.path ? { path: options.path } : {}),
+        ...(options.ca ? { ca: options.ca } : {}),
+        agent: false,
+      },
+      (res) => {
+        const socket = res.socket as TLSSocket;
+        const fingerprint = socket.encrypted ? socket.getPeerCertificate().fingerprint256 : undefined;
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          text += chunk;
+        });
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            json: /json/.test(res.headers['content-type'] ?? '') ? JSON.parse(text) : undefined,
+            fingerprint,
+          }),
+        );
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+const withKey = (headers: Record<string, string> = {}) => ({
+  authorization: `Bearer ${DEFAULT_KEY}`,
+  ...headers,
+});
+
+const tempDirs: string[] = [];
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'sandbox-https-'));
+  tempDirs.push(dir);
+  return dir;
+}
+afterAll(() => {
+  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('the HTTPS listener with the certificate kept in the data directory', () => {
+  let dataDir: string;
+  let sandbox: RunningSandbox;
+  let ca: Buffer;
+  beforeAll(async () => {
+    dataDir = tempDir();
+    sandbox = await startSandbox(testConfig({ memory: false, dataDir }));
+    ca = readFileSync(sandbox.certificatePath);
+  });
+  afterAll(() => sandbox.close());
+
+  it('listens on a free port under the name localhost, and keeps the pair in <data dir>/tls', () => {
+    expect(sandbox.httpsOrigin).toMatch(/^https:\/\/localhost:\d+$/);
+    expect(sandbox.httpsOrigin).not.toMatch(/:0$/);
+    expect(sandbox.certificatePath).toBe(join(dataDir, 'tls', 'cert.pem'));
+    if (process.platform !== 'win32')
+      expect(statSync(join(dataDir, 'tls', 'key.pem')).mode & 0o777).toBe(0o600);
+  });
+
+  it('makes a certificate for localhost, 127.0.0.1 and ::1', () => {
+    const certificate = new X509Certificate(ca);
+    expect(certificate.checkHost('localhost')).toBe('localhost');
+    expect(certificate.checkIP('127.0.0.1')).toBe('127.0.0.1');
+    expect(certificate.checkIP('::1')).toBe('::1');
+    expect(certificate.ca).toBe(false);
+  });
+
+  it('serves the API to a client that trusts the printed certificate', async () => {
+    const health = await send(`${sandbox.httpsOrigin}/healthz`, { ca });
+    expect(health).toMatchObject({ status: 200, json: { status: 'ok' } });
+    const list = await send(`${sandbox.httpsOrigin}/v1/shipments`, { ca, headers: withKey() });
+    expect(list.status).toBe(200);
+    // The certificate also names the loopback address, so the IP form verifies too.
+    const port = new URL(sandbox.httpsOrigin).port;
+    expect((await send(`https://127.0.0.1:${port}/healthz`, { ca })).status).toBe(200);
+  });
+
+  it('fails verification for a client that does not trust it', async () => {
+    await expect(send(`${sandbox.httpsOrigin}/healthz`)).rejects.toMatchObject({
+      code: expect.stringMatching(/SELF_SIGNED|UNABLE_TO_VERIFY/),
+    });
+  });
+
+  it('keeps plain HTTP working beside it by default', async () => {
+    expect((await send(`${sandbox.origin}/v1/shipments`, { headers: withKey() })).status).toBe(200);
+  });
+});
+
+describe('the kept certificate across starts', () => {
+  it('is reused by the next start, and made again when deleted', async () => {
+    const dataDir = tempDir();
+    const config = testConfig({ memory: false, dataDir });
+    const first = await startSandbox(config);
+    const made = readFileSync(first.certificatePath);
+    await first.close();
+
+    const second = await startSandbox(config);
+    expect(readFileSync(second.certificatePath)).toEqual(made);
+    await second.close();
+
+    rmSync(second.certificatePath);
+    const third = await startSandbox(config);
+    try {
+      const remade = readFileSync(third.certificatePath);
+      expect(remade).not.toEqual(made);
+      const answer = await send(`${third.httpsOrigin}/healthz`, { ca: remade });
+      expect(answer.fingerprint).toBe(new X509Certificate(remade).fingerprint256);
+    } finally {
+      await third.close();
+    }
+  });
+
+  it('is made again when it has expired or is damaged', async () => {
+    const dataDir = tempDir();
+    const config = testConfig({ memory: false, dataDir });
+    const made = await loadTlsMaterial(config);
+    expect(made.source).toBe('generated');
+    expect((await loadTlsMaterial(config)).source).toBe('kept');
+
+    const afterExpiry = Date.parse(made.certificate.validTo) + 1000;
+    const renewed = await loadTlsMaterial(config, undefined, afterExpiry);
+    expect(renewed.source).toBe('generated');
+    expect(Date.parse(renewed.certificate.validTo)).toBeGreaterThan(afterExpiry);
+
+    writeFileSync(made.certificatePath, 'not a certificate');
+    const repaired = await loadTlsMaterial(config);
+    expect(repaired.source).toBe('generated');
+    expect(readFileSync(repaired.certificatePath, 'utf8')).toBe(repaired.cert);
+  });
+
+  it('is made in a temporary directory with --memory and removed at close', async () => {
+    const sandbox = await startSandbox(testConfig());
+    const path = sandbox.certificatePath;
+    expect(path.startsWith(tmpdir())).toBe(true);
+    const answer = await send(`${sandbox.httpsOrigin}/healthz`, { ca: readFileSync(path) });
+    expect(answer.status).toBe(200);
+    await sandbox.close();
+    expect(existsSync(path)).toBe(false);
+  });
+});
+
+describe('a certificate given by --tls-cert and --tls-key', () => {
+  let files: { cert: string; key: string; otherKey: string; dir: string };
+  beforeAll(async () => {
+    const dir = tempDir();
+    const [pair, other] = await Promise.all([generateLocalhostCertificate(), generateLocalhostCertificate()]);
+    files = {
+      cert: join(dir, 'given.crt'),
+      key: join(dir, 'given.key'),
+      otherKey: join(dir, 'other.key'),
+      dir,
+    };
+    writeFileSync(files.cert, pair.cert);
+    writeFileSync(files.key, pair.key);
+    writeFileSync(files.otherKey, other.key);
+  });
+
+  it('is served, and its path is the one printed', async () => {
+    const sandbox = await startSandbox(testConfig({ tlsCert: files.cert, tlsKey: files.key }));
+    try {
+      expect(sandbox.certificatePath).toBe(files.cert);
+      const ca = readFileSync(files.cert);
+      const answer = await send(`${sandbox.httpsOrigin}/healthz`, { ca });
+      expect(answer.fingerprint).toBe(new X509Certificate(ca).fingerprint256);
+    } finally {
+      await sandbox.close();
+    }
+  });
+
+  const refused = (overrides: Partial<Config>) => startSandbox(testConfig(overrides));
+
+  it('refuses one without the other', async () => {
+    await expect(refused({ tlsCert: files.cert })).rejects.toThrow(ConfigError);
+    await expect(refused({ tlsCert: files.cert })).rejects.toThrow(
+      '--tls-cert was given without --tls-key: the HTTPS listener needs both a certificate and its private key.',
+    );
+    await expect(refused({ tlsKey: files.key })).rejects.toThrow('--tls-key was given without --tls-cert');
+  });
+
+  it('refuses a missing file, a file that is not PEM, and a key of another certificate', async () => {
+    const missing = join(files.dir, 'missing.pem');
+    await expect(refused({ tlsCert: missing, tlsKey: files.key })).rejects.toThrow(
+      `Cannot read --tls-cert ${missing}: no such file.`,
+    );
+    await expect(refused({ tlsCert: files.key, tlsKey: files.key })).rejects.toThrow(
+      `--tls-cert ${files.key} is not a PEM certificate.`,
+    );
+    await expect(refused({ tlsCert: files.cert, tlsKey: files.cert })).rejects.toThrow(
+      'is not an unencrypted PEM private key',
+    );
+    await expect(refused({ tlsCert: files.cert, tlsKey: files.otherKey })).rejects.toThrow(
+      `--tls-key ${files.otherKey} is not the private key of the certificate --tls-cert ${files.cert}.`,
+    );
+  });
+});
+
+describe('strict HTTPS over real sockets', () => {
+  let strict: RunningSandbox;
+  let behindProxy: RunningSandbox;
+  let ca: Buffer;
+  beforeAll(async () => {
+    [strict, behindProxy] = await Promise.all([
+      startSandbox(testConfig({ strictHttps: true })),
+      startSandbox(testConfig({ strictHttps: true, trustProxy: true })),
+    ]);
+    ca = readFileSync(strict.certificatePath);
+  });
+  afterAll(() => Promise.all([strict.close(), behindProxy.close()]));
+
+  it('answers plain-HTTP API calls with 403 https_required, before authentication and routing', async () => {
+    for (const [path, headers] of [
+      ['/v1/shipments', withKey()],
+      ['/v1/shipments', {}],
+      ['/v1/no-such-route', withKey()],
+    ] as const) {
+      const answer = await send(`${strict.origin}${path}`, { headers });
+      expect(answer.headers['content-type']).toMatch(/^application\/json/);
+      expect({ status: answer.status, code: answer.json.error.code }).toEqual({
+        status: 403,
+        code: 'https_required',
+      });
+    }
+  });
+
+  it('serves the same call over HTTPS', async () => {
+    const answer = await send(`${strict.httpsOrigin}/v1/shipments`, { ca, headers: withKey() });
+    expect(answer.status).toBe(200);
+  });
+
+  it('leaves /healthz, /openapi.json, /docs and /_sandbox open over plain HTTP', async () => {
+    expect((await send(`${strict.origin}/healthz`)).status).toBe(200);
+    expect((await send(`${strict.origin}/openapi.json`)).status).toBe(200);
+    expect((await send(`${strict.origin}/docs`)).status).toBe(200);
+    expect((await send(`${strict.origin}/_sandbox/clock`, { headers: withKey() })).status).toBe(200);
+  });
+
+  it('does not believe an absolute-form request line that claims https', async () => {
+    const port = new URL(strict.origin).port;
+    const answer = await send(strict.origin, {
+      path: `https://127.0.0.1:${port}/v1/shipments`,
+      headers: withKey(),
+    });
+    expect(answer.status).toBe(403);
+  });
+
+  it('ignores X-Forwarded-Proto without --trust-proxy', async () => {
+    const answer = await send(`${strict.origin}/v1/shipments`, {
+      headers: withKey({ 'x-forwarded-proto': 'https' }),
+    });
+    expect(answer.status).toBe(403);
+  });
+
+  it('believes the first X-Forwarded-Proto value with --trust-proxy', async () => {
+    const call = (proto: string) =>
+      send(`${behindProxy.origin}/v1/shipments`, { headers: withKey({ 'x-forwarded-proto': proto }) });
+    expect((await call('https')).status).toBe(200);
+    expect((await call('HTTPS, http')).status).toBe(200);
+    expect((await call('http')).status).toBe(403);
+    expect((await call('http, https')).status).toBe(403);
+    expect((await send(`${behindProxy.origin}/v1/shipments`, { headers: withKey() })).status).toBe(403);
+  });
+
+  it('reports the HTTPS port by its flag when it is taken', async () => {
+    const port = Number(new URL(strict.httpsOrigin).port);
+    await expect(startSandbox(testConfig({ httpsPort: port }))).rejects.toThrow(
+      `HTTPS port ${port} on 127.0.0.1 is already in use (choose another with --https-port, or 0 for any free port)`,
+    );
+  });
+});
+
+describe('strict HTTPS in-process (app.request has no socket)', () => {
+  let sandboxes: ReturnType<typeof createTestSandbox>[] = [];
+  afterEach(() => {
+    for (const s of sandboxes) s.db.close();
+    sandboxes = [];
+  });
+  const make = (overrides: Partial<Config>) => {
+    const sandbox = createTestSandbox(overrides);
+    sandboxes.push(sandbox);
+    return sandbox;
+  };
+
+  it('counts a request without a socket as plain HTTP', async () => {
+    expectError(await make({ strictHttps: true }).call('GET', '/v1/shipments'), 403, 'https_required');
+    expect((await make({}).call('GET', '/v1/shipments')).status).toBe(200);
+  });
+
+  it('takes X-Forwarded-Proto only with trustProxy', async () => {
+    const headers = { 'x-forwarded-proto': 'https' };
+    expect(
+      (await make({ strictHttps: true, trustProxy: true }).call('GET', '/v1/shipments', { headers })).status,
+    ).toBe(200);
+    expectError(
+      await make({ strictHttps: true }).call('GET', '/v1/shipments', { headers }),
+      403,
+      'https_required',
+    );
+  });
+});
