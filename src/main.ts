@@ -46,13 +46,12 @@ async function main(): Promise<void> {
   const { origin, httpsOrigin, certificatePath, cdnUrl, location } = sandbox;
   const key = DEFAULT_ACCOUNT.api_key.value;
   const cert = shellQuote(certificatePath);
-  const temporaryCert = location === ':memory:' && config.tlsCert === undefined;
   process.stdout.write(
     [
       'Shipping Sandbox is ready.',
       `  API       ${origin}/v1${config.strictHttps ? '   (strict HTTPS: answers 403 https_required)' : ''}`,
       `  HTTPS     ${httpsOrigin}/v1`,
-      `  Cert      ${certificatePath}${temporaryCert ? '   (made for this run, removed at exit)' : ''}`,
+      `  Cert      ${certificatePath}`,
       `  CDN       ${cdnUrl}`,
       `  Docs      ${origin}/docs   (OpenAPI: ${origin}/openapi.json)`,
       `  Data      ${location === ':memory:' ? 'in memory (lost at exit)' : location}`,

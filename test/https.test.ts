@@ -166,14 +166,21 @@ describe('the kept certificate across starts', () => {
     expect(readFileSync(repaired.certificatePath, 'utf8')).toBe(repaired.cert);
   });
 
-  it('is made in a temporary directory with --memory and removed at close', async () => {
-    const sandbox = await startSandbox(testConfig());
-    const path = sandbox.certificatePath;
+  it('is kept in a per-user temporary folder with --memory, and reused by the next start', async () => {
+    const first = await startSandbox(testConfig());
+    const path = first.certificatePath;
     expect(path.startsWith(tmpdir())).toBe(true);
-    const answer = await send(`${sandbox.httpsOrigin}/healthz`, { ca: readFileSync(path) });
+    const answer = await send(`${first.httpsOrigin}/healthz`, { ca: readFileSync(path) });
     expect(answer.status).toBe(200);
-    await sandbox.close();
-    expect(existsSync(path)).toBe(false);
+    const bytes = readFileSync(path, 'utf8');
+    await first.close();
+    const second = await startSandbox(testConfig());
+    try {
+      expect(second.certificatePath).toBe(path);
+      expect(readFileSync(second.certificatePath, 'utf8')).toBe(bytes);
+    } finally {
+      await second.close();
+    }
   });
 });
 

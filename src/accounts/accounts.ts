@@ -1,7 +1,7 @@
-import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { startClock } from '../clock/clock.js';
 import { newId } from '../http/ids.js';
+import { readJsonFixture } from '../paths.js';
 import { newKeyValue } from './keys.js';
 import { PLANS, type Plan, SCOPES } from './scopes.js';
 import type { Account, AccountStore } from './store.js';
@@ -18,9 +18,7 @@ const DefaultAccountFixture = z.object({
 });
 
 /** The account every fresh sandbox has, with a key fixed in `fixtures/` so CI jobs can hard-code it. */
-export const DEFAULT_ACCOUNT = DefaultAccountFixture.parse(
-  JSON.parse(readFileSync(new URL('../../fixtures/default-account.json', import.meta.url), 'utf8')),
-);
+export const DEFAULT_ACCOUNT = DefaultAccountFixture.parse(readJsonFixture('default-account.json').json);
 
 /** Creates the default account and its key unless they exist; a revoked default key stays revoked. */
 export function seedDefaultAccount(store: AccountStore, realNow: number, clockSpeed: number): void {

@@ -29,8 +29,7 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 
 /**
  * Finds the HTTPS certificate: the pair given by `--tls-cert`/`--tls-key`, else the one kept in
- * `<data dir>/tls/`, made on first start. With `--memory` nothing may outlive the process, so a
- * pair is made in a temporary directory that `dispose()` removes.
+ * `<data dir>/tls/` (with `--memory`, in a per-user temporary folder), made on first start.
  */
 export async function loadTlsMaterial(
   config: Pick<Config, 'tlsCert' | 'tlsKey' | 'memory' | 'dataDir'>,
@@ -38,17 +37,15 @@ export async function loadTlsMaterial(
   now: number = Date.now(),
 ): Promise<TlsMaterial> {
   if (config.tlsCert !== undefined || config.tlsKey !== undefined) return fromFlags(config, now, logger);
-  if (config.memory) {
-    const dir = mkdtempSync(join(tmpdir(), 'shipping-sandbox-tls-'));
-    try {
-      const material = await generateInto(dir, now);
-      return { ...material, dispose: () => rmSync(dir, { recursive: true, force: true }) };
-    } catch (error) {
-      rmSync(dir, { recursive: true, force: true });
-      throw error;
-    }
-  }
+  // `--memory` keeps no sandbox state, but a localhost certificate is not state: it is kept in a
+  // per-user temporary folder, so in-memory starts (CI runs one per job) skip making one, and a
+  // client trusts the same file run after run.
+  if (config.memory) return keptInDataDir(memoryModeCertificateDir(), now, logger);
   return keptInDataDir(resolve(config.dataDir, TLS_DIRECTORY), now, logger);
+}
+
+export function memoryModeCertificateDir(): string {
+  return join(tmpdir(), `shipping-sandbox-tls-${process.getuid?.() ?? 'user'}`);
 }
 
 function fromFlags(
@@ -180,7 +177,10 @@ export async function generateLocalhostCertificate(
   now: number = Date.now(),
 ): Promise<{ cert: string; key: string }> {
   // Loaded only when a certificate is made: most starts reuse the kept one.
-  const { generate } = await import('selfsigned');
+  const selfsigned = await import('selfsigned');
+  // Node offers a CommonJS module's exports by name; the bundled build offers them as `default` only.
+  const { generate } =
+    'generate' in selfsigned ? selfsigned : (selfsigned as unknown as { default: typeof selfsigned }).default;
   const pems = await generate(
     [
       { name: 'commonName', value: 'localhost' },

@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { readJsonFixture } from '../paths.js';
 
 /**
  * The carriers, their services and rate cards, from `fixtures/carriers.json`. The fixture is read and validated
@@ -110,19 +110,8 @@ export function parseCarriers(json: unknown, source = 'fixtures/carriers.json'):
   return result.data.carriers;
 }
 
-function load(): Carrier[] {
-  // Resolved from this file, so it works from `src/rates` under tsx and vitest and from `dist/rates` when built.
-  const url = new URL('../../fixtures/carriers.json', import.meta.url);
-  let json: unknown;
-  try {
-    json = JSON.parse(readFileSync(url, 'utf8'));
-  } catch (error) {
-    throw new Error(`Cannot read ${url.pathname}: ${(error as Error).message}`);
-  }
-  return parseCarriers(json, url.pathname);
-}
-
-export const CARRIERS: readonly Carrier[] = load();
+const fixture = readJsonFixture('carriers.json');
+export const CARRIERS: readonly Carrier[] = parseCarriers(fixture.json, fixture.path);
 
 const bySlug = new Map(CARRIERS.map((carrier) => [carrier.slug, carrier]));
 

@@ -1,9 +1,9 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import ms from 'ms';
 import { isNode, LineCounter, parseDocument } from 'yaml';
 import { z } from 'zod';
+import { PROJECT_ROOT } from '../paths.js';
 import { PLACES, type Place } from '../tracking/route.js';
 import { TRACKING_STATUSES, type TrackingStatus } from '../tracking/statuses.js';
 
@@ -48,7 +48,7 @@ export class ScenarioFileError extends Error {
 }
 
 /** `scenarios/` at the package root; the same relative path from `src/scenarios` and `dist/scenarios`. */
-export const BUILTIN_SCENARIOS_DIR = fileURLToPath(new URL('../../scenarios/', import.meta.url));
+export const BUILTIN_SCENARIOS_DIR = path.join(PROJECT_ROOT, 'scenarios');
 
 export const SCENARIO_EXTENSIONS = ['.yaml', '.yml', '.json'] as const;
 

@@ -4,14 +4,13 @@
  * that let a merchant trigger that error on purpose. Everything is precomputed at module load because this runs
  * on every POST /shipments.
  */
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 // The package's main entry also loads country names in every language (tens of milliseconds at start); the
 // codes alone are all that is needed here.
 import countries from 'i18n-iso-countries/index.js';
 import { postcodeValidator, postcodeValidatorExistsForCountry } from 'postcode-validator';
 import { z } from 'zod';
 import { ApiError } from '../http/errors.js';
+import { readJsonFixture } from '../paths.js';
 import type { Address } from './schema.js';
 
 const US_STATE_CODES = [
@@ -81,9 +80,9 @@ const FixtureSchema = z
 export type MagicAddressValue = z.infer<typeof MagicAddressValueSchema>;
 
 function loadFixture(): z.infer<typeof FixtureSchema> {
-  const url = new URL('../../fixtures/magic-values.json', import.meta.url);
-  const parsed = FixtureSchema.safeParse(JSON.parse(readFileSync(url, 'utf8')));
-  if (!parsed.success) throw new Error(`${fileURLToPath(url)} is invalid:\n${z.prettifyError(parsed.error)}`);
+  const { json, path } = readJsonFixture('magic-values.json');
+  const parsed = FixtureSchema.safeParse(json);
+  if (!parsed.success) throw new Error(`${path} is invalid:\n${z.prettifyError(parsed.error)}`);
   return parsed.data;
 }
 

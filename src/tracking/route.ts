@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { readJsonFixture } from '../paths.js';
 import type { Address } from '../shipments/schema.js';
 
 /**
@@ -76,19 +76,8 @@ export function parseHubs(json: unknown, source = 'fixtures/hubs.json'): z.infer
   return result.data;
 }
 
-function load(): z.infer<typeof FixtureSchema> {
-  // Resolved from this file, so it works from `src/tracking` under tsx and vitest and from `dist/tracking`.
-  const url = new URL('../../fixtures/hubs.json', import.meta.url);
-  let json: unknown;
-  try {
-    json = JSON.parse(readFileSync(url, 'utf8'));
-  } catch (error) {
-    throw new Error(`Cannot read ${url.pathname}: ${(error as Error).message}`);
-  }
-  return parseHubs(json, url.pathname);
-}
-
-const FIXTURE = load();
+const hubsFile = readJsonFixture('hubs.json');
+const FIXTURE = parseHubs(hubsFile.json, hubsFile.path);
 
 /**
  * `City, ST, CC`. The state is written only when it is a short code of two or three letters (`TX`, `ON`,
