@@ -1,4 +1,3 @@
-#!/usr/bin/env node
 import { DEFAULT_ACCOUNT } from './accounts/accounts.js';
 import { type CommandLine, ConfigError, helpText, parseCommandLine } from './config.js';
 import { createLogger } from './logger.js';
@@ -77,4 +76,4 @@ function shellQuote(text: string): string {
   return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replaceAll("'", "'\\''")}'`;
 }
 
-await main();
+void main();
