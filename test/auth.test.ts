@@ -99,10 +99,11 @@ describe('authentication', () => {
     const key = restrictedKey(sandbox, ['shipments:read', 'shipments:write']);
     expect((await sandbox.call('GET', '/v1/shipments', { key })).status).toBe(200);
 
-    const revoked = sandbox.db
-      .prepare('UPDATE api_keys SET revoked_at = ? WHERE account_id = ? AND id != ?')
-      .run(sandbox.wall.now, DEFAULT_ACCOUNT.id, DEFAULT_ACCOUNT.api_key.id);
-    expect(revoked.changes).toBe(1);
+    const other = sandbox.state.accounts
+      .keys(DEFAULT_ACCOUNT.id)
+      .find((k) => k.id !== DEFAULT_ACCOUNT.api_key.id);
+    const revoked = sandbox.state.accounts.revokeKey(DEFAULT_ACCOUNT.id, other!.id, sandbox.wall.now);
+    expect(revoked?.revokedAt).toBe(sandbox.wall.now);
 
     expectError(await sandbox.call('GET', '/v1/shipments', { key }), 401, 'invalid_api_key');
     const write = await sandbox.call('POST', '/v1/shipments', { key, body: shipmentRequest() });
@@ -116,9 +117,7 @@ describe('authentication', () => {
   it('answers 401 invalid_api_key to the default key once it is revoked', async () => {
     const sandbox = createTestSandbox();
     await createShipment(sandbox);
-    sandbox.db
-      .prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ?')
-      .run(sandbox.wall.now, DEFAULT_ACCOUNT.api_key.id);
+    sandbox.state.accounts.revokeKey(DEFAULT_ACCOUNT.id, DEFAULT_ACCOUNT.api_key.id, sandbox.wall.now);
     expectError(await sandbox.call('GET', '/v1/shipments'), 401, 'invalid_api_key');
   });
 

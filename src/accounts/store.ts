@@ -84,6 +84,8 @@ const toKey = (row: KeyRow): ApiKeyRecord => ({
   revokedAt: row.revoked_at,
 });
 
+const CACHE_LIMIT = 10_000;
+
 /** SQL for accounts and their keys. Statements are prepared once per database. */
 export class AccountStore {
   private readonly insertAccount;
@@ -132,6 +134,18 @@ export class AccountStore {
   }
 
   /** Inserts the account unless one with this id exists (so seeding is idempotent). */
+  /**
+   * Every API request looks up its key and account. They change only through this store, so they are
+   * kept in memory and every write here drops what it could have made stale.
+   */
+  private readonly byKeyValue = new Map<string, { account: Account; key: ApiKeyRecord }>();
+  private readonly byId = new Map<string, Account>();
+
+  private forget(): void {
+    this.byKeyValue.clear();
+    this.byId.clear();
+  }
+
   insert(account: Account): void {
     this.insertAccount.run({
       id: account.id,
@@ -158,12 +172,30 @@ export class AccountStore {
   }
 
   find(id: string): Account | undefined {
+    const cached = this.byId.get(id);
+    if (cached) return cached;
     const row = this.selectAccount.get(id);
-    return row && toAccount(row);
+    if (!row) return undefined;
+    const account = toAccount(row);
+    if (this.byId.size >= CACHE_LIMIT) this.byId.clear();
+    this.byId.set(id, account);
+    return account;
   }
 
   /** The key with this value and its account, revoked or not; undefined when no such key exists. */
   findByKey(value: string): { account: Account; key: ApiKeyRecord } | undefined {
+    const cached = this.byKeyValue.get(value);
+    if (cached) return cached;
+    const found = this.findByKeyInDatabase(value);
+    // Unknown keys are not remembered, so random ones cannot fill the cache.
+    if (found) {
+      if (this.byKeyValue.size >= CACHE_LIMIT) this.byKeyValue.clear();
+      this.byKeyValue.set(value, found);
+    }
+    return found;
+  }
+
+  private findByKeyInDatabase(value: string): { account: Account; key: ApiKeyRecord } | undefined {
     const row = this.selectByKeyHash.get(hashKey(value));
     if (!row) return undefined;
     const key = toKey({
@@ -182,6 +214,7 @@ export class AccountStore {
   saveSettings(
     account: Pick<Account, 'id' | 'plan' | 'defaultScenario' | 'webhookRetrySchedule' | 'rateLimitsEnabled'>,
   ): void {
+    this.forget();
     this.updateSettingsStatement.run({
       id: account.id,
       plan: account.plan,
@@ -199,15 +232,18 @@ export class AccountStore {
 
   /** Revokes at once; revoking twice keeps the first time. Undefined when the account has no such key. */
   revokeKey(accountId: string, keyId: string, at: number): ApiKeyRecord | undefined {
+    this.forget();
     this.revokeKeyStatement.run({ id: keyId, accountId, at });
     return this.keys(accountId).find((key) => key.id === keyId);
   }
 
   touchKey(keyId: string, at: number): void {
     this.touchKeyStatement.run({ id: keyId, at });
+    for (const entry of this.byKeyValue.values()) if (entry.key.id === keyId) entry.key.lastUsedAt = at;
   }
 
   saveClock(accountId: string, clock: ClockState): void {
+    this.forget();
     this.updateClockStatement.run({ id: accountId, ...clock, frozen: clock.frozen ? 1 : 0 });
   }
 }
