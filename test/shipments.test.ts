@@ -772,3 +772,29 @@ describe('DELETE /v1/shipments/:id', () => {
     expect(await events(sandbox, 'shipment.cancelled', otherKey)).toEqual([]);
   });
 });
+
+describe('list totals', () => {
+  it('follow every change of status and carrier, and a reset', async () => {
+    const sandbox = createTestSandbox();
+    const [a, b] = [
+      await sandbox.newShipment({ carrier: 'ups' }),
+      await sandbox.newShipment({ carrier: 'fedex' }),
+    ];
+    await sandbox.newShipment({ carrier: 'ups' });
+    await sandbox.call('POST', '/v1/labels', { body: { shipment_id: a.id } });
+    await sandbox.call('DELETE', `/v1/shipments/${b.id}`);
+    const total = async (query: string) =>
+      (await sandbox.call('GET', `/v1/shipments?${query}`)).json.meta.total;
+    const counted = (where: string) =>
+      (sandbox.db.prepare(`SELECT count(*) AS n FROM shipments WHERE ${where}`).get() as { n: number }).n;
+    expect(await total('')).toBe(3);
+    expect(await total('status=label_generated')).toBe(counted("status = 'label_generated'"));
+    expect(await total('status=label_generated')).toBe(1);
+    expect(await total('status=cancelled&carrier=fedex')).toBe(1);
+    expect(await total('status=created&carrier=ups')).toBe(1);
+    expect(await total('carrier=ups')).toBe(2);
+    await sandbox.call('POST', '/_sandbox/reset');
+    expect(await total('')).toBe(0);
+    expect(await total('carrier=ups')).toBe(0);
+  });
+});

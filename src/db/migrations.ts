@@ -58,7 +58,8 @@ export const MIGRATIONS: readonly string[] = [
     account_id TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
     type TEXT NOT NULL,
     created_at INTEGER NOT NULL,
-    data TEXT NOT NULL
+    -- the envelope as sent, byte for byte: every webhook and every retry sends these exact bytes
+    body TEXT NOT NULL
   ) STRICT;
   CREATE INDEX events_by_account ON events (account_id, seq DESC);
   CREATE INDEX events_by_type ON events (account_id, type, seq DESC);
@@ -122,8 +123,6 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE accounts ADD COLUMN default_scenario TEXT NOT NULL DEFAULT 'standard';
   `,
   /* 4: webhooks, their delivery attempts, the e-mail outbox */ `
-  -- the exact bytes of each event's envelope: every webhook and every retry sends these
-  ALTER TABLE events ADD COLUMN body TEXT;
   -- the account's own retry ladder (JSON array of milliseconds), or NULL for the server's
   ALTER TABLE accounts ADD COLUMN webhook_retry_schedule TEXT;
 
@@ -190,5 +189,31 @@ export const MIGRATIONS: readonly string[] = [
     created_at INTEGER NOT NULL
   ) STRICT;
   CREATE INDEX faults_by_account ON faults (account_id, seq);
+  `,
+  /* 6: shipment counts per account, status and carrier, kept by triggers so list totals cost no scan */ `
+  CREATE TABLE shipment_counts (
+    account_id TEXT NOT NULL,
+    status TEXT NOT NULL,
+    carrier TEXT NOT NULL,
+    n INTEGER NOT NULL,
+    PRIMARY KEY (account_id, status, carrier)
+  ) STRICT, WITHOUT ROWID;
+  INSERT INTO shipment_counts SELECT account_id, status, carrier, count(*) FROM shipments GROUP BY 1, 2, 3;
+
+  CREATE TRIGGER shipment_counts_insert AFTER INSERT ON shipments BEGIN
+    INSERT INTO shipment_counts (account_id, status, carrier, n) VALUES (NEW.account_id, NEW.status, NEW.carrier, 1)
+      ON CONFLICT (account_id, status, carrier) DO UPDATE SET n = n + 1;
+  END;
+  CREATE TRIGGER shipment_counts_delete AFTER DELETE ON shipments BEGIN
+    UPDATE shipment_counts SET n = n - 1
+      WHERE account_id = OLD.account_id AND status = OLD.status AND carrier = OLD.carrier;
+  END;
+  CREATE TRIGGER shipment_counts_update AFTER UPDATE OF status, carrier ON shipments
+    WHEN OLD.status IS NOT NEW.status OR OLD.carrier IS NOT NEW.carrier BEGIN
+    UPDATE shipment_counts SET n = n - 1
+      WHERE account_id = OLD.account_id AND status = OLD.status AND carrier = OLD.carrier;
+    INSERT INTO shipment_counts (account_id, status, carrier, n) VALUES (NEW.account_id, NEW.status, NEW.carrier, 1)
+      ON CONFLICT (account_id, status, carrier) DO UPDATE SET n = n + 1;
+  END;
   `,
 ];

@@ -33,18 +33,13 @@ export class EventStore {
 
   constructor(db: Db) {
     this.insert = db.prepare(
-      `INSERT INTO events (id, account_id, type, created_at, data, body)
-       VALUES (@id, @accountId, @type, @createdAt, @data, @body)`,
+      'INSERT INTO events (id, account_id, type, created_at, body) VALUES (@id, @accountId, @type, @createdAt, @body)',
     );
-    this.selectRecent = db.prepare<
-      [string, number],
-      { id: string; type: EventType; created_at: number; data: string }
-    >('SELECT id, type, created_at, data FROM events WHERE account_id = ? ORDER BY seq DESC LIMIT ?');
-    this.selectRecentOfType = db.prepare<
-      [string, string, number],
-      { id: string; type: EventType; created_at: number; data: string }
-    >(
-      'SELECT id, type, created_at, data FROM events WHERE account_id = ? AND type = ? ORDER BY seq DESC LIMIT ?',
+    this.selectRecent = db.prepare<[string, number], { body: string }>(
+      'SELECT body FROM events WHERE account_id = ? ORDER BY seq DESC LIMIT ?',
+    );
+    this.selectRecentOfType = db.prepare<[string, string, number], { body: string }>(
+      'SELECT body FROM events WHERE account_id = ? AND type = ? ORDER BY seq DESC LIMIT ?',
     );
   }
 
@@ -64,7 +59,7 @@ export class EventStore {
     };
     // Serialised once: these exact bytes are what every webhook and every retry sends.
     const body = JSON.stringify(envelope);
-    this.insert.run({ id: envelope.id, accountId, type, createdAt: now, data: JSON.stringify(data), body });
+    this.insert.run({ id: envelope.id, accountId, type, createdAt: now, body });
     this.listener?.(accountId, envelope, now);
     return envelope;
   }
@@ -74,11 +69,6 @@ export class EventStore {
     const rows = options.type
       ? this.selectRecentOfType.all(accountId, options.type, options.limit)
       : this.selectRecent.all(accountId, options.limit);
-    return rows.map((row) => ({
-      id: row.id,
-      event: row.type,
-      created_at: formatTimestamp(row.created_at),
-      data: JSON.parse(row.data) as unknown,
-    }));
+    return rows.map((row) => JSON.parse(row.body) as EventEnvelope);
   }
 }
