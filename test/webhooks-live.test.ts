@@ -47,6 +47,17 @@ describe('deliveries on a running server', () => {
       const list = await api('/v1/shipments');
       expect(list.status).toBe(200);
       expect(stuck.requests).toHaveLength(1);
+
+      // More events than all the sends allowed on the wire at once: the stuck receiver holds only its
+      // own share, and every event still reaches the healthy one.
+      const allDelivered = new Promise<void>((resolve) => {
+        const check = () =>
+          healthy.requests.length >= 81 ? resolve() : void healthy.nextRequest().then(check);
+        check();
+      });
+      for (let i = 0; i < 80; i++) expect((await api('/v1/shipments', shipmentRequest())).status).toBe(201);
+      await allDelivered;
+      expect(stuck.requests.length).toBeLessThanOrEqual(4);
     } finally {
       await stuck.close();
       await healthy.close();

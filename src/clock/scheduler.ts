@@ -59,6 +59,8 @@ export class Scheduler {
   private stopped = true;
   private ticking: Promise<void> | undefined;
   private wokenDuringTick = false;
+  /** When the timer fires next (`performance.now()` milliseconds); infinity while a tick runs. */
+  private plannedWakeAt = Number.POSITIVE_INFINITY;
 
   private readonly insertStatement;
   private readonly nextDueStatement;
@@ -125,7 +127,7 @@ export class Scheduler {
       dueAt: job.dueAt,
       createdAt: job.now,
     });
-    this.wake();
+    this.wakeFor(job.accountId, job.dueAt);
     return id;
   }
 
@@ -262,14 +264,39 @@ export class Scheduler {
       this.wokenDuringTick = true;
       return;
     }
+    this.arm(0);
+  }
+
+  /**
+   * A job was added: re-plan only if it falls due before the timer would fire anyway. A label adds a
+   * dozen jobs, and re-planning from scratch reads every pending job.
+   */
+  private wakeFor(accountId: string, dueAt: number): void {
+    if (this.stopped) return;
+    const account = this.accounts.find(accountId);
+    if (!account) return;
+    const virtualNow = clockNow(account.clock, this.realNow());
+    if (dueAt > virtualNow && account.clock.frozen) return;
+    if (dueAt <= virtualNow) return this.wake();
+    const delay = Math.ceil((dueAt - virtualNow) / account.clock.speed);
+    if (performance.now() + delay >= this.plannedWakeAt) return;
+    if (this.ticking) this.wokenDuringTick = true;
+    else this.arm(delay);
+  }
+
+  private arm(delay: number): void {
     clearTimeout(this.timer);
-    this.timer = setTimeout(() => void this.tick(), 0);
+    // On the timers' own clock, not the (replaceable) wall clock the account clocks derive from.
+    this.plannedWakeAt = performance.now() + delay;
+    this.timer = setTimeout(() => void this.tick(), delay);
     this.timer.unref();
   }
 
   /** Runs what is due on every account's clock now, then sleeps until the next job falls due. */
   private async tick(): Promise<void> {
     if (this.ticking) return;
+    // The timer has fired: until the tick re-arms it, any new job must make it look again.
+    this.plannedWakeAt = Number.POSITIVE_INFINITY;
     let sleep = MAX_SLEEP_MS;
     this.ticking = (async () => {
       const realNow = this.realNow();
@@ -295,11 +322,9 @@ export class Scheduler {
     } finally {
       this.ticking = undefined;
       if (!this.stopped) {
-        clearTimeout(this.timer);
         const delay = this.wokenDuringTick ? 0 : Math.max(sleep, 1);
         this.wokenDuringTick = false;
-        this.timer = setTimeout(() => void this.tick(), delay);
-        this.timer.unref();
+        this.arm(delay);
       }
     }
   }

@@ -65,51 +65,45 @@ function uniqueTrackingNumber(state: State, carrier: string, labelId: string): s
 }
 
 /**
- * Renders the label's file, then stores the label, moves the shipment to `label_generated` and
- * records `label.generated` in one transaction. The file is rendered first, outside the
- * transaction, and the shipment is checked again inside it, so two racing requests for one
- * shipment cannot both win.
+ * Stores the label, moves the shipment to `label_generated`, records `label.generated` and starts
+ * its tracking scenario, in one transaction. The file is not rendered here: rendering is a pure
+ * function of the label, so it happens on the first download (and is cached), which keeps label
+ * creation to a few milliseconds under load.
  */
-export async function generateLabel(
+export function generateLabel(
   state: State,
   actor: Actor,
   input: CreateLabelInput,
   cdnBase: string,
-): Promise<LabelRecord> {
-  const shipment = getShipment(state, actor, input.shipment_id);
-  assertLabelable(shipment);
-
-  const id = newId('lbl', actor.now);
-  const label: LabelRecord = {
-    id,
-    accountId: actor.accountId,
-    shipmentId: shipment.id,
-    trackingNumber: uniqueTrackingNumber(state, shipment.carrier, id),
-    carrier: shipment.carrier,
-    format: input.format,
-    size: input.size,
-    status: 'active',
-    createdAt: actor.now,
-    expiresAt: actor.now + LABEL_URL_VALIDITY_MS,
-    voidedAt: null,
-    scannedAt: null,
-    scenario: null,
-    trackingStatus: null,
-    estimatedDelivery: null,
-  };
-  await state.labelFiles.get(label, shipment);
-
+): LabelRecord {
   return state.db.transaction(() => {
-    const current = getShipment(state, actor, shipment.id);
-    assertLabelable(current);
-    const stored = state.labels.insert(label);
-    const linked = state.shipments.setLabel(current, 'label_generated', {
+    const shipment = getShipment(state, actor, input.shipment_id);
+    assertLabelable(shipment);
+    const id = newId('lbl', actor.now);
+    const label = state.labels.insert({
+      id,
+      accountId: actor.accountId,
+      shipmentId: shipment.id,
+      trackingNumber: uniqueTrackingNumber(state, shipment.carrier, id),
+      carrier: shipment.carrier,
+      format: input.format,
+      size: input.size,
+      status: 'active',
+      createdAt: actor.now,
+      expiresAt: actor.now + LABEL_URL_VALIDITY_MS,
+      voidedAt: null,
+      scannedAt: null,
+      scenario: null,
+      trackingStatus: null,
+      estimatedDelivery: null,
+    });
+    const linked = state.shipments.setLabel(shipment, 'label_generated', {
       labelId: id,
       trackingNumber: label.trackingNumber,
     });
-    state.events.record(actor.accountId, 'label.generated', presentLabel(state, stored, cdnBase), actor.now);
-    startScenario(state, actor, stored, linked, defaultScenarioOf(state, actor.accountId));
-    return stored;
+    state.events.record(actor.accountId, 'label.generated', presentLabel(state, label, cdnBase), actor.now);
+    startScenario(state, actor, label, linked, defaultScenarioOf(state, actor.accountId));
+    return label;
   })();
 }
 

@@ -59,9 +59,9 @@ export function labelRoutes(state: State) {
         ...errorResponses(...COMMON_ERRORS, 404, 422),
       },
     }),
-    async (c) => {
+    (c) => {
       const base = cdnBase(state, c);
-      const label = await generateLabel(state, actorOf(c.get('auth')), c.req.valid('json'), base);
+      const label = generateLabel(state, actorOf(c.get('auth')), c.req.valid('json'), base);
       return c.json(presentLabel(state, label, base), 201);
     },
   );

@@ -13,8 +13,12 @@ import type { AttemptRecord, WebhookRecord, WebhookStore } from './store.js';
 /** The scheduler's job kind: one delivery attempt falls due. */
 export const WEBHOOK_ATTEMPT = 'webhook.attempt';
 
-/** Sends on the wire at once, across all accounts; the rest wait their turn. */
-const MAX_CONCURRENT_SENDS = 32;
+/**
+ * Sends on the wire at once, across all webhooks, and to any one webhook. A receiver that hangs holds
+ * at most its own share for the timeout; its other sends queue behind it, not in front of everyone's.
+ */
+const MAX_CONCURRENT_SENDS = 64;
+const MAX_CONCURRENT_SENDS_PER_WEBHOOK = 4;
 
 /**
  * Webhook delivery: the outbox and its dispatcher.
@@ -28,6 +32,7 @@ const MAX_CONCURRENT_SENDS = 32;
  */
 export class WebhookDelivery {
   private readonly limit = pLimit(MAX_CONCURRENT_SENDS);
+  private readonly perWebhook = new Map<string, ReturnType<typeof pLimit>>();
   private readonly inFlight = new Map<string, Set<Promise<unknown>>>();
 
   constructor(
@@ -155,7 +160,7 @@ export class WebhookDelivery {
   ) {
     const body = this.store.eventBody(attempt.eventId);
     if (body === undefined) return;
-    const result = await this.limit(() =>
+    const result = await this.throttled(webhook.id, () =>
       sendDelivery({
         url: webhook.url,
         secret: webhook.secret,
@@ -170,6 +175,20 @@ export class WebhookDelivery {
     } catch (error) {
       // The database may be closing under a stopping server; the attempt stays `sending` and is resent.
       this.logger.error({ err: error, attempt: attempt.id }, 'could not record a delivery outcome');
+    }
+  }
+
+  /** Runs `send` within the webhook's own share first, then within the global one. */
+  private async throttled<T>(webhookId: string, send: () => Promise<T>): Promise<T> {
+    let own = this.perWebhook.get(webhookId);
+    if (!own) {
+      own = pLimit(MAX_CONCURRENT_SENDS_PER_WEBHOOK);
+      this.perWebhook.set(webhookId, own);
+    }
+    try {
+      return await own(() => this.limit(send));
+    } finally {
+      if (own.activeCount === 0 && own.pendingCount === 0) this.perWebhook.delete(webhookId);
     }
   }
 
