@@ -277,7 +277,10 @@ export class Scheduler {
     if (!account) return;
     const virtualNow = clockNow(account.clock, this.realNow());
     if (dueAt > virtualNow && account.clock.frozen) return;
-    if (dueAt <= virtualNow) return this.wake();
+    if (dueAt <= virtualNow) {
+      this.wake();
+      return;
+    }
     const delay = Math.ceil((dueAt - virtualNow) / account.clock.speed);
     if (performance.now() + delay >= this.plannedWakeAt) return;
     if (this.ticking) this.wokenDuringTick = true;
