@@ -29,8 +29,9 @@ try {
 
 const script = new vm.Script(`(function (exports, require, module, __filename, __dirname) {${source}\n})`, {
   filename: bundle,
+  // No `importModuleDynamically`: the bundle loads its lazy parts with `require`, and a script
+  // compiled from cached data would lose that option anyway.
   cachedData,
-  importModuleDynamically: vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER,
 });
 
 if (cachedData === undefined || script.cachedDataRejected) {

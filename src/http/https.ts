@@ -1,5 +1,6 @@
 import { createPrivateKey, type KeyObject, X509Certificate } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { isIP } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -177,10 +178,8 @@ export async function generateLocalhostCertificate(
   now: number = Date.now(),
 ): Promise<{ cert: string; key: string }> {
   // Loaded only when a certificate is made: most starts reuse the kept one.
-  const selfsigned = await import('selfsigned');
-  // Node offers a CommonJS module's exports by name; the bundled build offers them as `default` only.
-  const { generate } =
-    'generate' in selfsigned ? selfsigned : (selfsigned as unknown as { default: typeof selfsigned }).default;
+  // By `require` (it is CommonJS): the bundled server has no dynamic `import()` to offer.
+  const { generate } = createRequire(import.meta.url)('selfsigned') as typeof import('selfsigned');
   const pems = await generate(
     [
       { name: 'commonName', value: 'localhost' },

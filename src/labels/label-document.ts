@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 // The library without its 80 languages' names: only the code tables are needed here.
 import countries from 'i18n-iso-countries/index.js';
 import { formatTimestamp } from '../http/time.js';
@@ -545,12 +546,19 @@ function letterInstructions(x: number, width: number, top: number): LayoutItem[]
 // ---------------------------------------------------------------------------------------------
 // Barcodes as shapes, for the PDF and PNG renderers (ZPL printers draw their own)
 
-type Bwip = typeof import('bwip-js');
-let bwip: Promise<Bwip> | undefined;
+/** What is used of bwip-js: encoding a symbol without drawing it. */
+interface Bwip {
+  raw(symbology: string, text: string, options: string): unknown[];
+}
+let bwip: Bwip | undefined;
 
-function loadBwip(): Promise<Bwip> {
-  // The module's named `raw` is the "raw" symbology; the raw-data function lives on the default export.
-  bwip ??= import('bwip-js').then((module) => module.default);
+/**
+ * bwip-js is loaded on the first barcode, by `require`: its CommonJS build exports the raw-data
+ * function as `raw` (its ES build names the "raw" symbology so), and the bundled server has no
+ * dynamic `import()` to offer.
+ */
+async function loadBwip(): Promise<Bwip> {
+  bwip ??= createRequire(import.meta.url)('bwip-js') as Bwip;
   return bwip;
 }
 
