@@ -1,0 +1,210 @@
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The project's root: the sandbox runs from here, as `npm start` would run it. */
+export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+/** The flags of every sandbox the benchmark starts: in memory, limits off, any free ports, quiet. */
+export const SANDBOX_FLAGS = [
+  '--memory',
+  '--no-rate-limits',
+  '--port',
+  '0',
+  '--https-port',
+  '0',
+  '--log-level',
+  'warn',
+];
+
+const BANNER_API = /API\s+http:\/\/127\.0\.0\.1:(\d+)\/v1/;
+const BANNER_CEILING = /CEILING http:\/\/127\.0\.0\.1:(\d+)/;
+
+export interface Server {
+  name: string;
+  pid: number;
+  url: string;
+  child: ChildProcess;
+  stop(): Promise<void>;
+  /** Throws if the process has exited on its own (a crash, or killed from outside). */
+  assertAlive(): void;
+}
+
+const running = new Set<ChildProcess>();
+
+/** Children still running when the benchmark ends (an error, Ctrl-C) are killed with it. */
+export function killAllChildren(): void {
+  for (const child of running) child.kill('SIGKILL');
+  running.clear();
+}
+
+function waitForExit(child: ChildProcess, ms: number): Promise<boolean> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(false), ms);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve(true);
+    });
+  });
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  child.kill('SIGTERM');
+  if (!(await waitForExit(child, 5000))) {
+    child.kill('SIGKILL');
+    await waitForExit(child, 2000);
+  }
+  running.delete(child);
+}
+
+/** Spawns a server and resolves once its ready line names the bound port. */
+function startServer(
+  name: string,
+  args: string[],
+  ready: RegExp,
+  env: NodeJS.ProcessEnv = {},
+  nodeArgs: string[] = [],
+): Promise<Server> {
+  const child = spawn(process.execPath, [...nodeArgs, ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  running.add(child);
+  let stdout = '';
+  let stderr = '';
+  let started = false;
+  let stopping = false;
+  let died: string | undefined;
+  return new Promise<Server>((resolve, reject) => {
+    const timer = setTimeout(() => fail(new Error(`${name} did not start within 30 s`)), 30_000);
+    const fail = (error: Error) => {
+      clearTimeout(timer);
+      child.kill('SIGKILL');
+      running.delete(child);
+      reject(new Error(`${error.message}\n--- stdout ---\n${stdout}\n--- stderr ---\n${stderr}`));
+    };
+    child.stderr?.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+      if (stderr.length > 100_000) stderr = stderr.slice(-50_000);
+    });
+    child.stdout?.on('data', (chunk: Buffer) => {
+      if (stdout.length < 100_000) stdout += chunk.toString();
+      const match = ready.exec(stdout);
+      if (match && child.pid !== undefined && !started) {
+        started = true;
+        clearTimeout(timer);
+        stdout = stdout.slice(0, 10_000);
+        const pid = child.pid;
+        // Say so at once when it dies on its own: every figure after that is of a dead port.
+        child.once('exit', (code, signal) => {
+          if (stopping) return;
+          died = `${name} (pid ${pid}) exited on its own: ${signal ?? `exit code ${code}`}\n${stderr.slice(-4000)}`;
+          process.stderr.write(`bench: ${died}\n`);
+        });
+        resolve({
+          name,
+          pid,
+          url: `http://127.0.0.1:${match[1]}`,
+          child,
+          stop: () => {
+            stopping = true;
+            return stopChild(child);
+          },
+          assertAlive: () => {
+            if (died) throw new Error(died);
+          },
+        });
+      }
+    });
+    child.once('exit', (code, signal) => {
+      if (!started) fail(new Error(`${name} exited (${code ?? signal}) before it was ready`));
+    });
+    child.once('error', fail);
+  });
+}
+
+/** A hash of everything in dist/: the build every sandbox of the run should start from. */
+export function distFingerprint(): string {
+  const hash = createHash('sha256');
+  const dist = join(ROOT, 'dist');
+  for (const entry of readdirSync(dist, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => join(e.parentPath, e.name))
+    .sort()) {
+    hash.update(entry).update(readFileSync(entry));
+  }
+  return hash.digest('hex').slice(0, 16);
+}
+
+let expectedBuild: string | undefined;
+/** Builds that differed from the first one while the run went on (someone rebuilt dist/ meanwhile). */
+export const buildChanges: string[] = [];
+
+/** `node dist/main.js --memory --no-rate-limits --port 0 --https-port 0 --log-level warn`. */
+export function startSandbox(nodeArgs: string[] = []): Promise<Server> {
+  const build = distFingerprint();
+  expectedBuild ??= build;
+  if (build !== expectedBuild && !buildChanges.includes(build)) {
+    buildChanges.push(build);
+    process.stderr.write(
+      `bench: WARNING dist/ changed during the run (${expectedBuild} -> ${build}): figures mix builds\n`,
+    );
+  }
+  return startServer('sandbox', ['dist/main.js', ...SANDBOX_FLAGS], BANNER_API, {}, nodeArgs);
+}
+
+/** `node bench/ceiling.mjs`, answering `body` to every request. */
+export function startCeiling(body: string): Promise<Server> {
+  return startServer('ceiling', ['bench/ceiling.mjs'], BANNER_CEILING, { CEILING_BODY: body });
+}
+
+/** A port that was free a moment ago (for the cold start, whose port must be known before the banner). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Resident and peak resident memory of a process, in MiB (Linux `/proc`, else `ps`). */
+export function memoryOf(pid: number): { rssMiB: number | null; peakRssMiB: number | null } {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kib = (field: string) => {
+      const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status);
+      return match ? Math.round((Number(match[1]) / 1024) * 10) / 10 : null;
+    };
+    return { rssMiB: kib('VmRSS'), peakRssMiB: kib('VmHWM') };
+  } catch {
+    try {
+      const kib = Number(execFileSync('ps', ['-o', 'rss=', '-p', String(pid)], { encoding: 'utf8' }).trim());
+      return { rssMiB: Math.round((kib / 1024) * 10) / 10, peakRssMiB: null };
+    } catch {
+      return { rssMiB: null, peakRssMiB: null };
+    }
+  }
+}
+
+let clockTicks: number | undefined;
+
+/** CPU time (user + system) a process has used, in milliseconds; null where `/proc` is missing. */
+export function cpuMillisOf(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    clockTicks ??= Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / clockTicks;
+  } catch {
+    return null;
+  }
+}
