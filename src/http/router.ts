@@ -1,4 +1,4 @@
-import { OpenAPIHono } from '@hono/zod-openapi';
+import { OpenAPIHono, z } from '@hono/zod-openapi';
 import type { AppEnv } from './context.js';
 import { ErrorSchema } from './schema.js';
 import { validationError } from './validation.js';
@@ -52,3 +52,12 @@ export const jsonResponse = <T>(schema: T, description: string) => ({
   description,
   content: { 'application/json': { schema } },
 });
+
+/** Every authenticated route's security requirement in the OpenAPI document. */
+export const BEARER_SECURITY = [{ bearerAuth: [] }];
+
+/** The `{id}` path parameter of a resource route. */
+export const idParam = (example?: string) =>
+  z.object({
+    id: z.string().openapi({ param: { name: 'id', in: 'path' }, ...(example ? { example } : {}) }),
+  });

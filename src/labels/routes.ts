@@ -4,15 +4,21 @@ import { clockNow } from '../clock/clock.js';
 import { requireScope } from '../http/auth.js';
 import { actorOf } from '../http/context.js';
 import { ApiError } from '../http/errors.js';
-import { COMMON_ERRORS, createRouter, errorResponses, jsonBody, jsonResponse } from '../http/router.js';
+import {
+  BEARER_SECURITY,
+  COMMON_ERRORS,
+  createRouter,
+  errorResponses,
+  idParam,
+  jsonBody,
+  jsonResponse,
+} from '../http/router.js';
 import { getShipment } from '../shipments/shipments.js';
 import type { State } from '../state.js';
 import { generateLabel, getLabel, labelFileName, presentLabel, voidLabel } from './labels.js';
 import { CreateLabelSchema, LabelSchema, VoidedLabelSchema } from './schema.js';
 
-const IdParam = z.object({
-  id: z.string().openapi({ param: { name: 'id', in: 'path' }, example: 'lbl_01JD…' }),
-});
+const IdParam = idParam('lbl_01JD…');
 const FileParam = z.object({
   file: z.string().openapi({ param: { name: 'file', in: 'path' }, example: 'lbl_01JD….pdf' }),
 });
@@ -26,7 +32,7 @@ const SignatureQuery = z.object({
     .optional()
     .openapi({ param: { name: 'signature', in: 'query' } }),
 });
-const security = [{ bearerAuth: [] }];
+const security = BEARER_SECURITY;
 const tags = ['Labels'];
 const binary = z.string().openapi({ format: 'binary' });
 const FILE_CONTENT = {

@@ -1,6 +1,13 @@
 import { createRoute } from '@hono/zod-openapi';
 import { requireScope } from '../http/auth.js';
-import { COMMON_ERRORS, createRouter, errorResponses, jsonBody, jsonResponse } from '../http/router.js';
+import {
+  BEARER_SECURITY,
+  COMMON_ERRORS,
+  createRouter,
+  errorResponses,
+  jsonBody,
+  jsonResponse,
+} from '../http/router.js';
 import { checkAddress, verifyDestination } from '../shipments/address-verification.js';
 import type { State } from '../state.js';
 import { quoteAll } from './pricing.js';
@@ -14,7 +21,7 @@ export function rateRoutes(_state: State) {
       path: '/rates',
       tags: ['Rates'],
       summary: 'Compare the rates of every carrier for a parcel, cheapest first',
-      security: [{ bearerAuth: [] }],
+      security: BEARER_SECURITY,
       middleware: [requireScope('rates:read')] as const,
       request: { body: jsonBody(RatesRequestSchema) },
       responses: {

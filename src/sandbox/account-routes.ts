@@ -7,16 +7,23 @@ import type { FaultRule } from '../faults/store.js';
 import { ApiError, invalidField, notFound } from '../http/errors.js';
 import { newId } from '../http/ids.js';
 import { parseLimit } from '../http/query.js';
-import { createRouter, errorResponses, jsonBody, jsonResponse } from '../http/router.js';
+import {
+  BEARER_SECURITY,
+  createRouter,
+  errorResponses,
+  idParam,
+  jsonBody,
+  jsonResponse,
+} from '../http/router.js';
 import { TimestampSchema } from '../http/schema.js';
 import { formatTimestamp } from '../http/time.js';
 import type { State } from '../state.js';
 import { resetAccount } from './reset.js';
 
-const security = [{ bearerAuth: [] }];
+const security = BEARER_SECURITY;
 const tags = ['Sandbox controls'];
 const ERRORS = [400, 401, 404, 422, 500] as const;
-const IdParam = z.object({ id: z.string().openapi({ param: { name: 'id', in: 'path' } }) });
+const IdParam = idParam();
 const LimitQuery = z.object({
   limit: z
     .string()

@@ -6,7 +6,14 @@ import { parseDuration } from '../clock/clock.js';
 import { EVENT_TYPES } from '../events/store.js';
 import { ApiError, invalidParameter } from '../http/errors.js';
 import { parseLimit } from '../http/query.js';
-import { COMMON_ERRORS, createRouter, errorResponses, jsonBody, jsonResponse } from '../http/router.js';
+import {
+  BEARER_SECURITY,
+  COMMON_ERRORS,
+  createRouter,
+  errorResponses,
+  jsonBody,
+  jsonResponse,
+} from '../http/router.js';
 import { formatTimestamp } from '../http/time.js';
 import type { State } from '../state.js';
 import { findScenario } from '../tracking/tracking.js';
@@ -23,7 +30,7 @@ import {
   EventListSchema,
 } from './schema.js';
 
-const security = [{ bearerAuth: [] }];
+const security = BEARER_SECURITY;
 const tags = ['Sandbox controls'];
 const SANDBOX_ERRORS = [400, 401, 500] as const;
 

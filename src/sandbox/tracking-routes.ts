@@ -1,6 +1,13 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { actorOf } from '../http/context.js';
-import { createRouter, errorResponses, jsonBody, jsonResponse } from '../http/router.js';
+import {
+  BEARER_SECURITY,
+  createRouter,
+  errorResponses,
+  idParam,
+  jsonBody,
+  jsonResponse,
+} from '../http/router.js';
 import { TimestampSchema } from '../http/schema.js';
 import type { Actor, State } from '../state.js';
 import { TrackingNumberParam, TrackingSchema, TrackingStatusSchema } from '../tracking/schema.js';
@@ -12,13 +19,11 @@ import {
   switchScenario,
 } from '../tracking/tracking.js';
 
-const security = [{ bearerAuth: [] }];
+const security = BEARER_SECURITY;
 const tags = ['Sandbox controls'];
 const ERRORS = [400, 401, 404, 422, 500] as const;
 
-const ShipmentIdParam = z.object({
-  id: z.string().openapi({ param: { name: 'id', in: 'path' }, example: 'shp_01JD…' }),
-});
+const ShipmentIdParam = idParam('shp_01JD…');
 
 const ScenarioRequestSchema = z
   .object({ name: z.string().min(1, 'must not be empty').openapi({ example: 'exception_then_delivered' }) })

@@ -2,7 +2,14 @@ import { createRoute, z } from '@hono/zod-openapi';
 import { EVENT_TYPES } from '../events/store.js';
 import { ApiError, notFound } from '../http/errors.js';
 import { parseLimit } from '../http/query.js';
-import { createRouter, errorResponses, jsonBody, jsonResponse } from '../http/router.js';
+import {
+  BEARER_SECURITY,
+  createRouter,
+  errorResponses,
+  idParam,
+  jsonBody,
+  jsonResponse,
+} from '../http/router.js';
 import { TimestampSchema } from '../http/schema.js';
 import { formatTimestamp } from '../http/time.js';
 import type { State } from '../state.js';
@@ -11,7 +18,7 @@ import { AttemptListSchema, AttemptSchema } from '../webhooks/schema.js';
 import { getWebhook, presentAttempt } from '../webhooks/webhooks.js';
 import { EventSchema } from './schema.js';
 
-const security = [{ bearerAuth: [] }];
+const security = BEARER_SECURITY;
 const tags = ['Sandbox controls'];
 const ERRORS = [400, 401, 404, 422, 500] as const;
 const LimitQuery = z.object({
@@ -52,7 +59,7 @@ export function webhookControlRoutes(state: State) {
       summary: 'Every delivery attempt of a webhook, newest first',
       security,
       request: {
-        params: z.object({ id: z.string().openapi({ param: { name: 'id', in: 'path' } }) }),
+        params: idParam(),
         query: LimitQuery,
       },
       responses: { 200: jsonResponse(AttemptListSchema, 'Attempts'), ...errorResponses(...ERRORS) },
@@ -76,7 +83,7 @@ export function webhookControlRoutes(state: State) {
       tags,
       summary: 'Send a delivery again, now; answers once the receiver has answered',
       security,
-      request: { params: z.object({ id: z.string().openapi({ param: { name: 'id', in: 'path' } }) }) },
+      request: { params: idParam() },
       responses: { 200: jsonResponse(AttemptSchema, 'The new attempt'), ...errorResponses(...ERRORS) },
     }),
     async (c) => {

@@ -1,7 +1,15 @@
-import { createRoute, z } from '@hono/zod-openapi';
+import { createRoute } from '@hono/zod-openapi';
 import { requireScope } from '../http/auth.js';
 import { actorOf } from '../http/context.js';
-import { COMMON_ERRORS, createRouter, errorResponses, jsonBody, jsonResponse } from '../http/router.js';
+import {
+  BEARER_SECURITY,
+  COMMON_ERRORS,
+  createRouter,
+  errorResponses,
+  idParam,
+  jsonBody,
+  jsonResponse,
+} from '../http/router.js';
 import type { State } from '../state.js';
 import {
   CancelledShipmentSchema,
@@ -13,10 +21,8 @@ import {
 import { cancelledBody, cancelShipment, createShipment, getShipment, listShipments } from './shipments.js';
 import { presentShipment } from './store.js';
 
-const IdParam = z.object({
-  id: z.string().openapi({ param: { name: 'id', in: 'path' }, example: 'shp_01JD…' }),
-});
-const security = [{ bearerAuth: [] }];
+const IdParam = idParam('shp_01JD…');
+const security = BEARER_SECURITY;
 
 export function shipmentRoutes(state: State) {
   const router = createRouter();

@@ -1,7 +1,13 @@
 import { createRoute } from '@hono/zod-openapi';
 import { requireScope } from '../http/auth.js';
 import { actorOf } from '../http/context.js';
-import { COMMON_ERRORS, createRouter, errorResponses, jsonResponse } from '../http/router.js';
+import {
+  BEARER_SECURITY,
+  COMMON_ERRORS,
+  createRouter,
+  errorResponses,
+  jsonResponse,
+} from '../http/router.js';
 import type { State } from '../state.js';
 import { TrackingNumberParam, TrackingSchema } from './schema.js';
 import { getTracking } from './tracking.js';
@@ -14,7 +20,7 @@ export function trackingRoutes(state: State) {
       path: '/tracking/{tracking_number}',
       tags: ['Tracking'],
       summary: 'Track a parcel by its tracking number, whatever the carrier',
-      security: [{ bearerAuth: [] }],
+      security: BEARER_SECURITY,
       middleware: [requireScope('shipments:read')] as const,
       request: { params: TrackingNumberParam },
       responses: {

@@ -82,9 +82,9 @@ export class WebhookDelivery {
   /** The job handler: starts the send, stamped with the job's due time, and returns at once. */
   onDue(job: Job<{ attemptId: string }>) {
     const attempt = this.store.findAttempt(job.payload.attemptId);
-    if (!attempt || attempt.status !== 'scheduled') return { skipped: true };
+    if (attempt?.status !== 'scheduled') return { skipped: true };
     const webhook = this.store.findById(attempt.webhookId);
-    if (!webhook || webhook.status !== 'active') {
+    if (webhook?.status !== 'active') {
       this.store.cancelPending(attempt.webhookId, 'the webhook is not active');
       return { skipped: true };
     }

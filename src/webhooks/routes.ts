@@ -1,7 +1,15 @@
-import { createRoute, z } from '@hono/zod-openapi';
+import { createRoute } from '@hono/zod-openapi';
 import { requireScope } from '../http/auth.js';
 import { actorOf } from '../http/context.js';
-import { COMMON_ERRORS, createRouter, errorResponses, jsonBody, jsonResponse } from '../http/router.js';
+import {
+  BEARER_SECURITY,
+  COMMON_ERRORS,
+  createRouter,
+  errorResponses,
+  idParam,
+  jsonBody,
+  jsonResponse,
+} from '../http/router.js';
 import type { State } from '../state.js';
 import {
   CreateWebhookSchema,
@@ -12,10 +20,8 @@ import {
 } from './schema.js';
 import { createWebhook, deleteWebhook, getWebhook, presentWebhook, updateWebhook } from './webhooks.js';
 
-const IdParam = z.object({
-  id: z.string().openapi({ param: { name: 'id', in: 'path' }, example: 'wh_01JD…' }),
-});
-const security = [{ bearerAuth: [] }];
+const IdParam = idParam('wh_01JD…');
+const security = BEARER_SECURITY;
 const tags = ['Webhooks'];
 
 export function webhookRoutes(state: State) {
