@@ -29,12 +29,14 @@ export function createApp(state: State) {
   const app = new OpenAPIHono<AppEnv>();
   app.onError(errorHandler(logger));
   app.notFound(routeNotFound);
-  app.use('*', logRequests(logger));
+  // Checked once: a middleware that only decides not to log still costs every request a step.
+  if (logger.isLevelEnabled('debug')) app.use('*', logRequests(logger));
 
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
 
   const auth = authenticate(state.accounts, realNow);
-  app.use('/v1/*', requireHttps(state.config));
+  // Mounted only in strict mode: every middleware is a step of every request.
+  if (state.config.strictHttps) app.use('/v1/*', requireHttps(state.config));
   // Order matters: who is calling, then the journal sees every outcome after that, then the limits
   // count the request, then faults may take it over, and only then is the body read.
   app.use(
@@ -90,9 +92,7 @@ function logRequests(logger: Logger): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const started = performance.now();
     await next();
-    if (logger.isLevelEnabled('debug')) {
-      const ms = Math.round((performance.now() - started) * 10) / 10;
-      logger.debug({ method: c.req.method, path: c.req.path, status: c.res.status, ms }, 'request');
-    }
+    const ms = Math.round((performance.now() - started) * 10) / 10;
+    logger.debug({ method: c.req.method, path: c.req.path, status: c.res.status, ms }, 'request');
   };
 }

@@ -66,6 +66,32 @@ describe('the real server over a socket', () => {
     expect(((await list.json()) as { meta: { total: number } }).meta.total).toBe(0);
   });
 
+  it('sends the rate-limit headers, on successes and errors alike, counting down', async () => {
+    const response = await fetch(`${sandbox.origin}/_sandbox/accounts`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ plan: 'starter' }),
+    });
+    const { api_key: key } = (await response.json()) as { api_key: string };
+    const call = (path: string) =>
+      fetch(`${sandbox.origin}${path}`, { headers: { authorization: `Bearer ${key}` } });
+    const found = await call('/v1/shipments');
+    const missing = await call('/v1/shipments/shp_00000000000000000000000000');
+    expect(found.status).toBe(200);
+    expect(missing.status).toBe(404);
+    expect(found.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(missing.headers.get('content-type')).toMatch(/^application\/json/);
+    const limits = [found, missing].map((answer) => [
+      answer.headers.get('x-ratelimit-limit'),
+      answer.headers.get('x-ratelimit-remaining'),
+    ]);
+    expect(limits).toEqual([
+      ['60', '59'],
+      ['60', '58'],
+    ]);
+    expect(Number(found.headers.get('x-ratelimit-reset'))).toBeGreaterThan(Date.now() / 1000);
+  });
+
   it('rejects a body over 1 MiB sent in chunks without a length', async () => {
     const chunk = new TextEncoder().encode(`{"reference":"${'x'.repeat(64 * 1024)}`);
     let sent = 0;

@@ -43,7 +43,7 @@ export function authenticate(
     if (found.key.lastUsedAt === null || now - found.key.lastUsedAt >= 1000 || now < found.key.lastUsedAt) {
       accounts.touchKey(found.key.id, now);
     }
-    c.set('auth', { account: found.account, keyId: found.key.id, scopes: new Set(found.key.scopes), now });
+    c.set('auth', { account: found.account, keyId: found.key.id, scopes: found.key.scopes, now });
     await next();
   };
 }
@@ -51,7 +51,7 @@ export function authenticate(
 /** 403 `insufficient_scope`, naming the scope, unless the request's key carries it. */
 export function requireScope(scope: Scope): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    if (!c.get('auth').scopes.has(scope)) {
+    if (!c.get('auth').scopes.includes(scope)) {
       throw new ApiError(
         403,
         'insufficient_scope',

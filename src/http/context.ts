@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { Scope } from '../accounts/scopes.js';
 import type { Account } from '../accounts/store.js';
 import type { Actor } from '../state.js';
 
@@ -6,7 +7,7 @@ import type { Actor } from '../state.js';
 export interface AuthContext {
   account: Account;
   keyId: string;
-  scopes: ReadonlySet<string>;
+  scopes: readonly Scope[];
   /** The account's clock read once per request, so one request sees one instant. */
   now: number;
 }

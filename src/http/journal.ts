@@ -14,31 +14,42 @@ export interface JournalEntry {
 
 const ENTRIES_PER_ACCOUNT = 1000;
 
+/** An entry as kept: the instant stays a number until someone reads the journal. */
+type KeptEntry = Omit<JournalEntry, 'at'> & { at: number };
+
 /**
  * The request journal, as WireMock keeps one: each account's most recent API requests, so a test can
- * assert what its client really sent. In memory, a bounded ring per account; it starts empty after a
- * restart.
+ * assert what its client really sent. In memory, a ring of the last 1,000 per account; it starts
+ * empty after a restart.
  */
 export class RequestJournal {
-  private readonly entries = new Map<string, JournalEntry[]>();
+  private readonly rings = new Map<string, { entries: KeptEntry[]; next: number }>();
 
-  record(accountId: string, entry: JournalEntry): void {
-    let list = this.entries.get(accountId);
-    if (!list) {
-      list = [];
-      this.entries.set(accountId, list);
+  record(accountId: string, entry: KeptEntry): void {
+    let ring = this.rings.get(accountId);
+    if (!ring) {
+      ring = { entries: [], next: 0 };
+      this.rings.set(accountId, ring);
     }
-    list.push(entry);
-    if (list.length > ENTRIES_PER_ACCOUNT) list.splice(0, list.length - ENTRIES_PER_ACCOUNT);
+    ring.entries[ring.next] = entry;
+    ring.next = (ring.next + 1) % ENTRIES_PER_ACCOUNT;
   }
 
   /** Newest first. */
   recent(accountId: string, limit: number): JournalEntry[] {
-    return (this.entries.get(accountId) ?? []).slice(-limit).reverse();
+    const ring = this.rings.get(accountId);
+    if (!ring) return [];
+    const { entries, next } = ring;
+    const newestFirst: JournalEntry[] = [];
+    for (let i = 1; i <= Math.min(limit, entries.length); i++) {
+      const entry = entries[(next - i + entries.length) % entries.length] as KeptEntry;
+      newestFirst.push({ ...entry, at: formatTimestamp(entry.at) });
+    }
+    return newestFirst;
   }
 
   forget(accountId: string): void {
-    this.entries.delete(accountId);
+    this.rings.delete(accountId);
   }
 }
 
@@ -58,7 +69,7 @@ export function journalRequests(journal: RequestJournal): MiddlewareHandler<AppE
         query: queryStart === -1 ? '' : url.slice(queryStart + 1),
         status: c.get('dropped') ? 0 : c.res.status,
         duration_ms: Math.round((performance.now() - started) * 100) / 100,
-        at: formatTimestamp(now),
+        at: now,
       });
     }
   };

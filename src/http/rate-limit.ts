@@ -2,6 +2,7 @@ import type { MiddlewareHandler } from 'hono';
 import type { Plan } from '../accounts/scopes.js';
 import type { AppEnv } from './context.js';
 import { ApiError } from './errors.js';
+import { presetHeaders } from './preset-headers.js';
 import { DAY, MINUTE } from './time.js';
 
 /** The specification's ceilings; enterprise has no plan ceiling, only the per-key one. */
@@ -156,7 +157,7 @@ export function rateLimit(limiter: RateLimiter, serverEnforces: boolean): Middle
         headers: { ...headers, 'Retry-After': String(retryAfter) },
       });
     }
+    presetHeaders(c, headers);
     await next();
-    for (const [name, value] of Object.entries(headers)) c.res.headers.set(name, value);
   };
 }

@@ -23,8 +23,7 @@ export function arrivedOverHttps(c: Context, trustProxy: boolean): boolean {
  * `--strict-https`: plain-HTTP calls to the API get `403 https_required`, as the real service
  * answers. Mounted on `/v1/*` before authentication, so a key sent in clear is never checked.
  */
-export function requireHttps(options: Pick<Config, 'strictHttps' | 'trustProxy'>): MiddlewareHandler {
-  if (!options.strictHttps) return (_c, next) => next();
+export function requireHttps(options: Pick<Config, 'trustProxy'>): MiddlewareHandler {
   const message =
     'This sandbox runs in strict HTTPS mode: call the API over HTTPS (the start-up banner shows the HTTPS URL ' +
     'and the certificate to trust).' +
