@@ -14,7 +14,8 @@ export const PLAN_LIMITS: Readonly<Record<Plan, { perMinute: number; perDay: num
 export const PER_KEY_PER_MINUTE = 120;
 
 interface Ceiling {
-  name: string;
+  /** Which ceiling, for the 429's message (worded only then). */
+  kind: 'key per minute' | 'plan per minute' | 'plan per day';
   key: string;
   limit: number;
   windowEnd: number;
@@ -88,28 +89,13 @@ export class RateLimiter {
     const minuteEnd = (Math.floor(now / MINUTE) + 1) * MINUTE;
     const dayEnd = (Math.floor(now / DAY) + 1) * DAY;
     const ceilings: Ceiling[] = [
-      {
-        name: 'the per-key limit of 120 requests a minute',
-        key: `k:${keyId}:m`,
-        limit: PER_KEY_PER_MINUTE,
-        windowEnd: minuteEnd,
-      },
+      { kind: 'key per minute', key: `k:${keyId}:m`, limit: PER_KEY_PER_MINUTE, windowEnd: minuteEnd },
     ];
     const plan = PLAN_LIMITS[account.plan];
     if (plan) {
       ceilings.push(
-        {
-          name: `the ${account.plan} plan's limit of ${plan.perMinute} requests a minute`,
-          key: `a:${account.id}:m`,
-          limit: plan.perMinute,
-          windowEnd: minuteEnd,
-        },
-        {
-          name: `the ${account.plan} plan's limit of ${plan.perDay.toLocaleString('en-US')} requests a day`,
-          key: `a:${account.id}:d`,
-          limit: plan.perDay,
-          windowEnd: dayEnd,
-        },
+        { kind: 'plan per minute', key: `a:${account.id}:m`, limit: plan.perMinute, windowEnd: minuteEnd },
+        { kind: 'plan per day', key: `a:${account.id}:d`, limit: plan.perDay, windowEnd: dayEnd },
       );
     }
     return ceilings;
@@ -134,6 +120,18 @@ export class RateLimiter {
   }
 }
 
+function ceilingName(ceiling: Ceiling, plan: Plan): string {
+  const limit = ceiling.limit.toLocaleString('en-US');
+  switch (ceiling.kind) {
+    case 'key per minute':
+      return `the per-key limit of ${limit} requests a minute`;
+    case 'plan per minute':
+      return `the ${plan} plan's limit of ${limit} requests a minute`;
+    case 'plan per day':
+      return `the ${plan} plan's limit of ${limit} requests a day`;
+  }
+}
+
 /**
  * The contract's rate limiting: two ceilings per request (the plan's, per minute and per UTC day,
  * and 120 a minute per key), headers on every authenticated answer, 429 with `Retry-After` when a
@@ -153,7 +151,8 @@ export function rateLimit(limiter: RateLimiter, serverEnforces: boolean): Middle
       const virtualWait = result.exceeded.windowEnd - now;
       const speed = account.clock.frozen ? 1 : account.clock.speed;
       const retryAfter = Math.max(1, Math.ceil(virtualWait / speed / 1000));
-      throw new ApiError(429, 'rate_limit_exceeded', `Rate limit exceeded: ${result.exceeded.name}.`, {
+      const which = ceilingName(result.exceeded, account.plan);
+      throw new ApiError(429, 'rate_limit_exceeded', `Rate limit exceeded: ${which}.`, {
         headers: { ...headers, 'Retry-After': String(retryAfter) },
       });
     }

@@ -1,3 +1,4 @@
+import { transaction } from '../db/database.js';
 import { ApiError, notFound } from '../http/errors.js';
 import { newId } from '../http/ids.js';
 import { DAY, formatTimestamp } from '../http/time.js';
@@ -76,7 +77,7 @@ export function generateLabel(
   input: CreateLabelInput,
   cdnBase: string,
 ): LabelRecord {
-  return state.db.transaction(() => {
+  return transaction(state.db, () => {
     const shipment = getShipment(state, actor, input.shipment_id);
     assertLabelable(shipment);
     const id = newId('lbl', actor.now);
@@ -104,7 +105,7 @@ export function generateLabel(
     state.events.record(actor.accountId, 'label.generated', presentLabel(state, label, cdnBase), actor.now);
     startScenario(state, actor, label, linked, defaultScenarioOf(state, actor.accountId));
     return label;
-  })();
+  });
 }
 
 export function getLabel(state: State, actor: Actor, id: string): LabelRecord {
@@ -118,7 +119,7 @@ export function getLabel(state: State, actor: Actor, id: string): LabelRecord {
  * expected 14 days later, moves a `label_generated` shipment back to `created`, records `label.voided`.
  */
 export function voidLabel(state: State, actor: Actor, id: string): VoidedLabel {
-  return state.db.transaction(() => {
+  return transaction(state.db, () => {
     const label = getLabel(state, actor, id);
     if (label.status === 'voided') {
       throw new ApiError(
@@ -149,7 +150,7 @@ export function voidLabel(state: State, actor: Actor, id: string): VoidedLabel {
       'refund',
     );
     return body;
-  })();
+  });
 }
 
 /**

@@ -1,4 +1,5 @@
 import { startClock } from '../clock/clock.js';
+import { transaction } from '../db/database.js';
 import type { State } from '../state.js';
 
 /** Everything an account owns but its keys and settings, children before parents. */
@@ -21,11 +22,11 @@ const ACCOUNT_TABLES = [
  */
 export function resetAccount(state: State, accountId: string): void {
   const realNow = state.realNow();
-  state.db.transaction(() => {
+  transaction(state.db, () => {
     for (const table of ACCOUNT_TABLES)
       state.db.prepare(`DELETE FROM ${table} WHERE account_id = ?`).run(accountId);
     state.accounts.saveClock(accountId, startClock(realNow, state.config.clockSpeed));
-  })();
+  });
   state.faults.deleteAll(accountId);
   state.journal.forget(accountId);
   state.rateLimiter.forgetAccount(

@@ -1,4 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
+import { transaction } from '../db/database.js';
 import { EVENT_TYPES } from '../events/store.js';
 import { ApiError, notFound } from '../http/errors.js';
 import { parseLimit } from '../http/query.js';
@@ -111,9 +112,9 @@ export function webhookControlRoutes(state: State) {
     (c) => {
       const { event } = c.req.valid('json');
       const auth = c.get('auth');
-      const envelope = state.db.transaction(() =>
+      const envelope = transaction(state.db, () =>
         state.events.record(auth.account.id, event, sampleEventData(event, auth.now), auth.now),
-      )();
+      );
       return c.json(envelope, 201);
     },
   );

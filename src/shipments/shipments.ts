@@ -1,3 +1,4 @@
+import { transaction } from '../db/database.js';
 import { ApiError, invalidParameter, notFound } from '../http/errors.js';
 import { newId } from '../http/ids.js';
 import { parseLimit } from '../http/query.js';
@@ -23,7 +24,7 @@ export function createShipment(state: State, actor: Actor, input: CreateShipment
     input.parcel,
   );
 
-  return state.db.transaction(() => {
+  return transaction(state.db, () => {
     const record = state.shipments.insert({
       id: newId('shp', actor.now),
       accountId: actor.accountId,
@@ -39,7 +40,7 @@ export function createShipment(state: State, actor: Actor, input: CreateShipment
     });
     state.events.record(actor.accountId, 'shipment.created', presentShipment(record), actor.now);
     return record;
-  })();
+  });
 }
 
 export function getShipment(state: State, actor: Actor, id: string): ShipmentRecord {
@@ -53,7 +54,7 @@ export function getShipment(state: State, actor: Actor, id: string): ShipmentRec
  * label is voided first, so `label.voided` comes before `shipment.cancelled`.
  */
 export function cancelShipment(state: State, actor: Actor, id: string): ShipmentRecord {
-  return state.db.transaction(() => {
+  return transaction(state.db, () => {
     let record = getShipment(state, actor, id);
     if (record.status !== 'created' && record.status !== 'label_generated') {
       throw new ApiError(
@@ -69,7 +70,7 @@ export function cancelShipment(state: State, actor: Actor, id: string): Shipment
     const cancelled = state.shipments.setStatus(record, 'cancelled', actor.now);
     state.events.record(actor.accountId, 'shipment.cancelled', cancelledBody(cancelled), actor.now);
     return cancelled;
-  })();
+  });
 }
 
 export function cancelledBody(record: ShipmentRecord): {

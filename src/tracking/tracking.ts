@@ -1,4 +1,5 @@
 import type { Job } from '../clock/scheduler.js';
+import { transaction } from '../db/database.js';
 import { ApiError, invalidField, notFound } from '../http/errors.js';
 import { formatTimestamp } from '../http/time.js';
 import type { LabelRecord } from '../labels/store.js';
@@ -133,7 +134,7 @@ export function startScenario(
 
 /** The scheduler's handler: one scenario step falls due. */
 export function runScheduledStep(state: State, job: Job<StepPayload>) {
-  return state.db.transaction(() => {
+  return transaction(state.db, () => {
     const step = job.payload;
     const applied = applyEvent(state, { accountId: job.accountId, now: job.dueAt }, step.labelId, {
       status: step.status,
@@ -142,7 +143,7 @@ export function runScheduledStep(state: State, job: Job<StepPayload>) {
       occurredAt: job.dueAt,
     });
     return applied ? { tracking_number: applied.trackingNumber, status: step.status } : { skipped: true };
-  })();
+  });
 }
 
 /**
@@ -278,7 +279,7 @@ function assertTrackable(state: State, actor: Actor, label: LabelRecord): Shipme
 /** `POST /_sandbox/…/scenario`: drops the label's pending steps and plays another scenario from now. */
 export function switchScenario(state: State, actor: Actor, label: LabelRecord, name: string) {
   const scenario = findScenario(state, name);
-  return state.db.transaction(() => {
+  return transaction(state.db, () => {
     const shipment = assertTrackable(state, actor, label);
     const steps = startScenario(state, actor, label, shipment, scenario);
     return {
@@ -292,7 +293,7 @@ export function switchScenario(state: State, actor: Actor, label: LabelRecord, n
         occurred_at: formatTimestamp(step.occurredAt),
       })),
     };
-  })();
+  });
 }
 
 /** The usual journey; `exception` and `returned` branch off it. */
@@ -331,7 +332,7 @@ export function advanceTracking(
   label: LabelRecord,
   target: TrackingStatus,
 ): TrackingRecord {
-  return state.db.transaction(() => {
+  return transaction(state.db, () => {
     const shipment = assertTrackable(state, actor, label);
     const current = presentTracking(state, label).status;
     const pending = state.scheduler.pending<StepPayload>(TRACKING_STEP, label.id);
@@ -365,7 +366,7 @@ export function advanceTracking(
       latest = applyEvent(state, actor, label.id, { ...step, occurredAt: actor.now }) ?? latest;
     }
     return presentTracking(state, latest);
-  })();
+  });
 }
 
 /** `POST /_sandbox/tracking/:n/events`: a custom event, now, as if the carrier had sent it. */
@@ -375,7 +376,7 @@ export function appendCustomEvent(
   label: LabelRecord,
   event: { status: TrackingStatus; description?: string | undefined; location?: string | undefined },
 ): TrackingRecord {
-  return state.db.transaction(() => {
+  return transaction(state.db, () => {
     const shipment = assertTrackable(state, actor, label);
     const latest = state.tracking.events(label.id)[0];
     const applied = applyEvent(state, actor, label.id, {
@@ -386,7 +387,7 @@ export function appendCustomEvent(
     });
     if (TERMINAL.has(event.status)) state.scheduler.cancel(TRACKING_STEP, label.id, actor.now);
     return presentTracking(state, applied ?? label);
-  })();
+  });
 }
 
 function defaultDescription(status: TrackingStatus): string {

@@ -4,6 +4,7 @@ import type { AccountStore } from '../accounts/store.js';
 import type { Job, Scheduler } from '../clock/scheduler.js';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
+import { transaction } from '../db/database.js';
 import type { EventEnvelope } from '../events/store.js';
 import { newId } from '../http/ids.js';
 import { formatTimestamp } from '../http/time.js';
@@ -171,7 +172,7 @@ export class WebhookDelivery {
       }),
     );
     try {
-      this.db.transaction(() => this.settle(attempt, result, sentAt, options.manual))();
+      transaction(this.db, () => this.settle(attempt, result, sentAt, options.manual));
     } catch (error) {
       // The database may be closing under a stopping server; the attempt stays `sending` and is resent.
       this.logger.error({ err: error, attempt: attempt.id }, 'could not record a delivery outcome');

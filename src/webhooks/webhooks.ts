@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import { transaction } from '../db/database.js';
 import { ApiError, invalidField, notFound } from '../http/errors.js';
 import { newId } from '../http/ids.js';
 import { formatTimestamp } from '../http/time.js';
@@ -94,7 +95,7 @@ export function updateWebhook(
   id: string,
   change: UpdateWebhookInput,
 ): WebhookRecord {
-  return state.db.transaction(() => {
+  return transaction(state.db, () => {
     const webhook = getWebhook(state, actor, id);
     if (Object.keys(change).length === 0) {
       throw new ApiError(422, 'missing_field', 'Give at least one of url, events, secret, status.', {
@@ -112,13 +113,13 @@ export function updateWebhook(
     if (updated.status === 'disabled') state.webhooks.cancelPending(webhook.id, 'the webhook was disabled');
     state.webhooks.save(updated);
     return updated;
-  })();
+  });
 }
 
 export function deleteWebhook(state: State, actor: Actor, id: string): { id: string; deleted: true } {
-  return state.db.transaction(() => {
+  return transaction(state.db, () => {
     const webhook = getWebhook(state, actor, id);
     state.webhooks.delete(webhook, actor.now);
     return { id: webhook.id, deleted: true as const };
-  })();
+  });
 }
