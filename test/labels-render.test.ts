@@ -1,12 +1,14 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { PDFDocument } from 'pdf-lib';
+import { inflateSync } from 'node:zlib';
+import { decodePDFRawStream, PDFArray, PDFDict, PDFDocument, PDFName, PDFRawStream } from 'pdf-lib';
 import { getDocument } from 'pdfjs-dist/legacy/build/pdf.mjs';
 import pngjs from 'pngjs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { prepareZXingModule, type ReadResult, readBarcodes } from 'zxing-wasm/reader';
 import {
   type BarcodeItem,
+  barcodeShapes,
   type LabelDocument,
   type LabelSize,
   layoutLabel,
@@ -198,6 +200,40 @@ describe('PDF labels', () => {
       await renderLabel(labelDoc('ups', '4x6', 'pdf', { labelId: 'lbl_01JD3S5Z7QK2N8W4X6Y9A0B1C3' }))
     ).bytes;
     expect(Buffer.from(other).equals(Buffer.from(first))).toBe(false);
+  });
+
+  it('draw each barcode as a compressed form of its modules that the page paints', async () => {
+    const doc = labelDoc('usps', '4x6', 'pdf');
+    const pdf = await PDFDocument.load((await renderLabel(doc)).bytes);
+    const page = pdf.getPage(0);
+    const contents = page.node.Contents();
+    const streams =
+      contents instanceof PDFArray ? contents.asArray().map((ref) => pdf.context.lookup(ref)) : [contents];
+    const operators = streams
+      .map((stream) => Buffer.from(decodePDFRawStream(stream as PDFRawStream).decode()).toString('latin1'))
+      .join('\n');
+    const xObjects = page.node.Resources()?.lookup(PDFName.of('XObject'), PDFDict);
+    const names = (xObjects?.keys() ?? []).filter((key) => key.asString().startsWith('/Barcode'));
+
+    const rectsDrawn = names.map((name) => {
+      expect(operators).toContain(`${name.asString()} Do`);
+      const form = xObjects?.lookup(name);
+      expect(form).toBeInstanceOf(PDFRawStream);
+      const stream = form as PDFRawStream;
+      expect(stream.dict.lookup(PDFName.of('Filter'))).toBe(PDFName.of('FlateDecode'));
+      expect(stream.dict.lookup(PDFName.of('Subtype'))).toBe(PDFName.of('Form'));
+      const path = inflateSync(stream.getContents()).toString('latin1').split('\n');
+      expect([path[0], path.at(-1)]).toEqual(['0 g', 'f*']);
+      return path.filter((line) => line.endsWith(' re')).length;
+    });
+
+    const barcodes = layoutLabel(doc).items.filter((item) => item.kind === 'barcode');
+    const rectsLaidOut = [];
+    for (const item of barcodes)
+      rectsLaidOut.push((await barcodeShapes(item)).filter((shape) => shape.kind === 'rect').length);
+    expect(names).toHaveLength(barcodes.length);
+    expect(rectsDrawn.sort()).toEqual(rectsLaidOut.sort());
+    expect(Math.min(...rectsDrawn)).toBeGreaterThan(20);
   });
 
   it('print characters outside Helvetica as ? rather than fail', async () => {
