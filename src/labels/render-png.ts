@@ -247,7 +247,8 @@ function encodePng(bitmap: Bitmap): Uint8Array {
     PNG_SIGNATURE,
     chunk('IHDR', header),
     chunk('pHYs', physical),
-    chunk('IDAT', deflateSync(bitmap.rows, { level: 9 })),
+    // zlib's default level: level 9 took half of a label's render to save 4% of its bytes.
+    chunk('IDAT', deflateSync(bitmap.rows)),
     chunk('IEND', new Uint8Array(0)),
   ]);
 }
