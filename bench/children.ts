@@ -163,6 +163,11 @@ export function startCeiling(body: string): Promise<Server> {
   return startServer('ceiling', ['bench/ceiling.mjs'], BANNER_CEILING, { CEILING_BODY: body });
 }
 
+/** `node bench/hono-floor.mjs`: Hono with one route and no middleware, answering `body`. */
+export function startHonoFloor(body: string): Promise<Server> {
+  return startServer('hono floor', ['bench/hono-floor.mjs'], BANNER_CEILING, { CEILING_BODY: body });
+}
+
 /** A port that was free a moment ago (for the cold start, whose port must be known before the banner). */
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

@@ -1,4 +1,4 @@
-import { memoryOf, type Server, startCeiling, startSandbox } from './children.js';
+import { memoryOf, type Server, startCeiling, startHonoFloor, startSandbox } from './children.js';
 import {
   api,
   combine,
@@ -35,6 +35,8 @@ interface Endpoint {
   target?: { ratio?: number; p50?: number };
   /** Why the endpoint cannot be measured (its set-up failed). */
   unavailable?: string;
+  /** Measured against bench/hono-floor.mjs instead of the sandbox: what the framework alone costs. */
+  honoFloor?: boolean;
 }
 
 function judge(target: Endpoint['target'], ratio: number, p50: number): Target | undefined {
@@ -60,6 +62,7 @@ export async function throughput(
   const figures: FigureRow[] = [];
   const sandbox = await startSandbox(options.sandboxNodeArgs);
   let ceiling: Server | undefined;
+  let honoFloor: Server | undefined;
   try {
     const base = sandbox.url;
     const idle = memoryOf(sandbox.pid);
@@ -107,6 +110,8 @@ export async function throughput(
     }).then((r) => r.text());
     ceiling = await startCeiling(shipmentJson);
     log(`throughput: ceiling ${ceiling.url} (pid ${ceiling.pid}), body ${shipmentJson.length} bytes`);
+    honoFloor = await startHonoFloor(shipmentJson);
+    log(`throughput: Hono floor ${honoFloor.url} (pid ${honoFloor.pid})`);
 
     const labelTargets: Partial<Record<Format, number>> = { pdf: 10, png: 30 };
     const endpoints: Endpoint[] = [
@@ -171,6 +176,14 @@ export async function throughput(
         ...(trackingNumber instanceof Error ? { unavailable: trackingNumber.message } : {}),
       },
       {
+        scenario: 'GET /v1/shipments/:id on bare Hono',
+        method: 'GET',
+        path: `/v1/shipments/${shipmentId}`,
+        key: readKey,
+        note: 'one route, no middleware, no database: the framework floor',
+        honoFloor: true,
+      },
+      {
         scenario: 'GET /healthz',
         method: 'GET',
         path: '/healthz',
@@ -187,6 +200,7 @@ export async function throughput(
       try {
         if (endpoint.unavailable) throw new Error(endpoint.unavailable);
         const headers = endpoint.key ? headersFor(endpoint.key) : {};
+        const measured = endpoint.honoFloor ? (honoFloor as Server) : sandbox;
         const load = async (server: Server, extra: Partial<LoadOptions>) => {
           const result = await runLoad({
             url: server.url,
@@ -246,7 +260,7 @@ export async function throughput(
           await load(ceiling, { amount: 200, next: fake() });
         } else {
           const warm = options.quick ? 300 : 1000;
-          await load(sandbox, { amount: warm });
+          await load(measured, { amount: warm });
           await load(ceiling, { amount: warm });
         }
         const poolFor = (seconds: number) =>
@@ -257,7 +271,7 @@ export async function throughput(
         const pairRatios: number[] = [];
         for (let round_ = 0; round_ < rounds; round_++) {
           const c = await load(ceiling, { duration, ...(fresh ? { next: fake() } : {}) });
-          const s = await load(sandbox, { duration, ...(fresh ? { next: await poolFor(duration) } : {}) });
+          const s = await load(measured, { duration, ...(fresh ? { next: await poolFor(duration) } : {}) });
           ceilingRuns.push(c);
           sandboxRuns.push(s);
           pairRatios.push(round(s.rps / c.rps, 3));
@@ -310,6 +324,7 @@ export async function throughput(
       } catch (error) {
         sandbox.assertAlive();
         ceiling.assertAlive();
+        honoFloor.assertAlive();
         const message = (error as Error).message.split('\n')[0] ?? String(error);
         log(`  ${endpoint.scenario}: FAILED ${message}`);
         rows.push({
@@ -338,6 +353,7 @@ export async function throughput(
     return { rows, figures };
   } finally {
     await ceiling?.stop();
+    await honoFloor?.stop();
     await sandbox.stop();
   }
 }

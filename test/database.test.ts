@@ -12,7 +12,12 @@ describe('transaction', () => {
 
   it('commits what the work wrote and returns its result', () => {
     const { db, add, notes } = setUp();
-    expect(transaction(db, () => (add('a'), add('b'), 'done'))).toBe('done');
+    const result = transaction(db, () => {
+      add('a');
+      add('b');
+      return 'done';
+    });
+    expect(result).toBe('done');
     expect(db.inTransaction).toBe(false);
     expect(notes()).toEqual(['a', 'b']);
   });
