@@ -216,4 +216,28 @@ export const MIGRATIONS: readonly string[] = [
       ON CONFLICT (account_id, status, carrier) DO UPDATE SET n = n + 1;
   END;
   `,
+  /* 7: smaller indexes, packed event bodies, a way to find finished jobs */ `
+  -- Lists read newest first, and SQLite walks an ascending index backwards as fast as a descending
+  -- one forwards. Built descending, every insert landed at the front of the index and split pages
+  -- there, leaving them half empty; ascending, inserts append and pages fill. \`seq\` is the rowid,
+  -- which ends every index already and still orders ties.
+  DROP INDEX shipments_page;
+  DROP INDEX shipments_page_by_status;
+  DROP INDEX shipments_page_by_carrier;
+  CREATE INDEX shipments_page ON shipments (account_id, created_at);
+  CREATE INDEX shipments_page_by_status ON shipments (account_id, status, created_at);
+  CREATE INDEX shipments_page_by_carrier ON shipments (account_id, carrier, created_at);
+  DROP INDEX events_by_account;
+  DROP INDEX events_by_type;
+  CREATE INDEX events_by_account ON events (account_id);
+  CREATE INDEX events_by_type ON events (account_id, type);
+
+  -- The envelope packed (src/events/packing.ts: JSON's fixed fragments replaced by short codes), its
+  -- first byte naming the format; \`body\` is then ''. Rows written before this migration keep their
+  -- \`body\`.
+  ALTER TABLE events ADD COLUMN packed BLOB;
+
+  -- Finished jobs (done, failed, cancelled) by when they finished, so old ones can be deleted.
+  CREATE INDEX jobs_finished ON jobs (account_id, finished_at) WHERE finished_at IS NOT NULL;
+  `,
 ];

@@ -1,6 +1,7 @@
 import type { Db } from '../db/database.js';
 import { newId } from '../http/ids.js';
 import { formatTimestamp } from '../http/time.js';
+import { packBody, storedBody } from './packing.js';
 
 /** The event names of the specification. */
 export const EVENT_TYPES = [
@@ -13,6 +14,8 @@ export const EVENT_TYPES = [
   'tracking.exception',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
+
+type StoredBody = { body: string; packed: Buffer | null };
 
 /** The envelope of the specification, exactly as a webhook receiver gets it. */
 export interface EventEnvelope {
@@ -33,13 +36,14 @@ export class EventStore {
 
   constructor(db: Db) {
     this.insert = db.prepare(
-      'INSERT INTO events (id, account_id, type, created_at, body) VALUES (@id, @accountId, @type, @createdAt, @body)',
+      `INSERT INTO events (id, account_id, type, created_at, body, packed)
+       VALUES (@id, @accountId, @type, @createdAt, '', @packed)`,
     );
-    this.selectRecent = db.prepare<[string, number], { body: string }>(
-      'SELECT body FROM events WHERE account_id = ? ORDER BY seq DESC LIMIT ?',
+    this.selectRecent = db.prepare<[string, number], StoredBody>(
+      'SELECT body, packed FROM events WHERE account_id = ? ORDER BY seq DESC LIMIT ?',
     );
-    this.selectRecentOfType = db.prepare<[string, string, number], { body: string }>(
-      'SELECT body FROM events WHERE account_id = ? AND type = ? ORDER BY seq DESC LIMIT ?',
+    this.selectRecentOfType = db.prepare<[string, string, number], StoredBody>(
+      'SELECT body, packed FROM events WHERE account_id = ? AND type = ? ORDER BY seq DESC LIMIT ?',
     );
   }
 
@@ -57,9 +61,10 @@ export class EventStore {
       created_at: formatTimestamp(now),
       data,
     };
-    // Serialised once: these exact bytes are what every webhook and every retry sends.
-    const body = JSON.stringify(envelope);
-    this.insert.run({ id: envelope.id, accountId, type, createdAt: now, body });
+    // Serialised once: these exact bytes are what every webhook and every retry sends (stored
+    // deflated, see packing.ts).
+    const packed = packBody(JSON.stringify(envelope));
+    this.insert.run({ id: envelope.id, accountId, type, createdAt: now, packed });
     this.listener?.(accountId, envelope, now);
     return envelope;
   }
@@ -69,6 +74,6 @@ export class EventStore {
     const rows = options.type
       ? this.selectRecentOfType.all(accountId, options.type, options.limit)
       : this.selectRecent.all(accountId, options.limit);
-    return rows.map((row) => JSON.parse(row.body) as EventEnvelope);
+    return rows.map((row) => JSON.parse(storedBody(row)) as EventEnvelope);
   }
 }

@@ -1,4 +1,5 @@
 import type { Db } from '../db/database.js';
+import { storedBody } from '../events/packing.js';
 import type { EventType } from '../events/store.js';
 import type { DeliveryErrorKind, DeliveryResult } from './send.js';
 
@@ -185,7 +186,9 @@ export class WebhookStore {
     >(
       'SELECT id, recipient, subject, body, created_at FROM emails WHERE account_id = ? ORDER BY seq DESC LIMIT ?',
     );
-    this.selectBody = db.prepare<[string], { body: string | null }>('SELECT body FROM events WHERE id = ?');
+    this.selectBody = db.prepare<[string], { body: string; packed: Buffer | null }>(
+      'SELECT body, packed FROM events WHERE id = ?',
+    );
   }
 
   insert(webhook: WebhookRecord): WebhookRecord {
@@ -280,8 +283,10 @@ export class WebhookStore {
     this.cancelPendingStatement.run({ webhookId, reason });
   }
 
+  /** The event's envelope, byte for byte as first sent. */
   eventBody(eventId: string): string | undefined {
-    return this.selectBody.get(eventId)?.body ?? undefined;
+    const row = this.selectBody.get(eventId);
+    return row && storedBody(row);
   }
 
   insertEmail(email: {

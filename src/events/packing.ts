@@ -1,0 +1,122 @@
+/**
+ * Event envelopes are stored packed. An envelope is its JSON keys as much as its values (a
+ * `shipment.created` repeats the whole shipment), so packing replaces the API's fixed fragments of
+ * JSON (`","address1":"`, `","event":"tracking.updated","created_at":"`) with one or two control
+ * characters: a shipment's envelope goes from about 680 bytes to 270, a tracking update's to half.
+ *
+ * It is lossless by construction: `JSON.stringify` never writes a raw control character (it escapes
+ * them), so every control character in a packed body is a code, and unpacking puts back exactly the
+ * fragment it replaced. The bytes read back are the bytes sent, which every webhook retry relies on.
+ * About 5 µs an event, where deflate with a preset dictionary took 20 to 40 µs for a third less.
+ *
+ * The fragments are keys and fixed vocabulary, nothing of a merchant's data. A packed body's first
+ * byte names its format: never edit a table that has shipped; add the next format and pack with it.
+ */
+
+/** Format 0: the text as it is (for text holding control characters, which JSON never does). */
+const PLAIN = 0;
+/** Format 1: UTF-8 text with the fragments of `FRAGMENTS_1` replaced by codes. */
+const FRAGMENTS_1_FORMAT = 1;
+
+/** Most frequent first: the first 30 get one character (U+0001 to U+001E), the rest two (U+001F, then a letter). */
+const FRAGMENTS_1: readonly string[] = [
+  '{"id":"evt_',
+  '","event":"shipment.created","created_at":"',
+  '","event":"shipment.cancelled","created_at":"',
+  '","event":"label.generated","created_at":"',
+  '","event":"label.voided","created_at":"',
+  '","event":"tracking.updated","created_at":"',
+  '","event":"tracking.delivered","created_at":"',
+  '","event":"tracking.exception","created_at":"',
+  '","data":{"id":"shp_',
+  '","data":{"id":"lbl_',
+  '","data":{"tracking_number":"',
+  '","status":"',
+  '","carrier":"',
+  '","service":"',
+  '","rate":{"amount":"',
+  '","currency":"USD"},"from":{"name":"',
+  '","address1":"',
+  '","city":"',
+  '","state":"',
+  '","zip":"',
+  '","country":"',
+  '"},"to":{"name":"',
+  '"},"parcel":{"weight":',
+  ',"tracking_number":null,"label_id":null,"created_at":"',
+  '","cancelled_at":',
+  '","estimated_delivery":"',
+  '","events":[{"status":"',
+  '","description":"',
+  '","location":"',
+  '","occurred_at":"',
+  // Two characters from here on.
+  '"},{"status":"',
+  ',"length":',
+  ',"width":',
+  ',"height":',
+  '},"reference":',
+  '","shipment_id":"shp_',
+  '","tracking_number":"',
+  '","format":"',
+  '","label_url":"',
+  '","expires_at":"',
+  '","created_at":"',
+  '"}]}}',
+  'null}}',
+  '","refund":{"amount":"',
+  '","currency":"USD","estimated_at":"',
+  '","delivered_at":"',
+  '","company":"',
+  '","address2":"',
+  '","status":"active"}}',
+  '","status":"voided"',
+  '/cdn/labels/lbl_',
+  '?expires=',
+  '&signature=',
+];
+
+const codeOf = (index: number) =>
+  index < 30 ? String.fromCharCode(index + 1) : `\x1f${String.fromCharCode(0x41 + index - 30)}`;
+const CODES_1 = new Map(FRAGMENTS_1.map((fragment, index) => [fragment, codeOf(index)]));
+const FRAGMENT_OF_CODE_1 = new Map(FRAGMENTS_1.map((fragment, index) => [codeOf(index), fragment]));
+/** Longest first, so that where fragments overlap the longer one is taken. */
+const FIND_FRAGMENTS_1 = new RegExp(
+  [...FRAGMENTS_1]
+    .sort((a, b) => b.length - a.length)
+    .map((fragment) => fragment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+    .join('|'),
+  'g',
+);
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the codes are control characters
+const FIND_CODES_1 = /\x1f[\s\S]|[\x01-\x1e]/g;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: text holding them cannot be packed
+const CONTROL = /[\x00-\x1f]/;
+
+/** The envelope as stored: its format's number, then the packed UTF-8 text. */
+export function packBody(body: string): Buffer {
+  if (CONTROL.test(body)) return Buffer.from(String.fromCharCode(PLAIN) + body);
+  const packed = body.replace(FIND_FRAGMENTS_1, (fragment) => CODES_1.get(fragment) as string);
+  return Buffer.from(String.fromCharCode(FRAGMENTS_1_FORMAT) + packed);
+}
+
+export function unpackBody(packed: Uint8Array): string {
+  const text = Buffer.from(packed.buffer, packed.byteOffset, packed.byteLength).toString('utf8', 1);
+  switch (packed[0]) {
+    case PLAIN:
+      return text;
+    case FRAGMENTS_1_FORMAT:
+      return text.replace(FIND_CODES_1, (code) => {
+        const fragment = FRAGMENT_OF_CODE_1.get(code);
+        if (fragment === undefined) throw new Error('An event body holds a code that no fragment has.');
+        return fragment;
+      });
+    default:
+      throw new Error(`An event body packed in an unknown format (${packed[0]}).`);
+  }
+}
+
+/** A stored event's envelope: packed, or (rows from before packing) as it was written. */
+export function storedBody(row: { body: string; packed: Uint8Array | null }): string {
+  return row.packed === null ? row.body : unpackBody(row.packed);
+}

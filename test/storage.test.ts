@@ -1,0 +1,279 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { type Db, openDatabase } from '../src/db/database.js';
+import { MIGRATIONS } from '../src/db/migrations.js';
+import { packBody, storedBody, unpackBody } from '../src/events/packing.js';
+import { newId } from '../src/http/ids.js';
+import { listShipments } from '../src/shipments/shipments.js';
+import { ShipmentStore } from '../src/shipments/store.js';
+import type { State } from '../src/state.js';
+import { WebhookStore } from '../src/webhooks/store.js';
+import { createTestSandbox, PARCEL, US_DESTINATION, US_ORIGIN } from './helpers.js';
+
+const T0 = Date.UTC(2026, 10, 22, 8, 0, 0);
+
+/** Pages of each index, and the share of their bytes that is empty (SQLite's dbstat). */
+function indexPages(db: Db, name: string): { pages: number; unusedShare: number } {
+  const row = db
+    .prepare(
+      'SELECT count(*) AS pages, sum(unused) AS unused, sum(pgsize) AS size FROM dbstat WHERE name = ?',
+    )
+    .get(name) as { pages: number; unused: number; size: number };
+  return { pages: row.pages, unusedShare: row.unused / row.size };
+}
+
+describe('event bodies, packed', () => {
+  const envelope = (data: unknown) =>
+    JSON.stringify({
+      id: newId('evt', T0),
+      event: 'shipment.created',
+      created_at: '2026-11-22T08:00:00Z',
+      data,
+    });
+
+  it('read back byte for byte, whatever the text', () => {
+    for (const body of [
+      envelope({ id: 'shp_1', from: US_ORIGIN, to: US_DESTINATION, parcel: PARCEL, reference: null }),
+      envelope({ name: 'Zoë Ångström 東京 🚚', note: 'quote " backslash \\ newline \n tab \t \u0001' }),
+      // Fragments inside values, and codes' look-alikes written as JSON escapes.
+      envelope({ reference: '","city":"x\\u0001 null}} ?expires= \\"},{"status":"' }),
+      envelope({}),
+      envelope({ long: 'x'.repeat(100_000) }),
+      '',
+    ]) {
+      const packed = packBody(body);
+      expect(packed[0]).toBe(1);
+      expect(unpackBody(packed)).toBe(body);
+      expect(storedBody({ body: '', packed })).toBe(body);
+    }
+  });
+
+  it('keep text holding raw control characters as it is (JSON never has them)', () => {
+    const text = `{"id":"evt_1",\u0001"city":"x",\u001fA}`;
+    const packed = packBody(text);
+    expect(packed[0]).toBe(0);
+    expect(unpackBody(packed)).toBe(text);
+  });
+
+  it('are under half of their text for a shipment', () => {
+    const body = envelope({
+      id: newId('shp', T0),
+      status: 'created',
+      carrier: 'usps',
+      service: 'ground_advantage',
+      rate: { amount: '12.88', currency: 'USD' },
+      from: { ...US_ORIGIN, name: 'Someone Else', address1: '1 Other Street' },
+      to: { ...US_DESTINATION, name: 'Not In Any Table' },
+      parcel: PARCEL,
+      reference: 'order-77',
+      tracking_number: null,
+      label_id: null,
+      created_at: '2026-11-22T08:00:00Z',
+      cancelled_at: null,
+    });
+    expect(packBody(body).length).toBeLessThan(body.length * 0.45);
+  });
+
+  it('keep reading format 1 (a format that has shipped must never change)', () => {
+    // Packed in format 1 when it shipped; editing its table of fragments would break stored events.
+    const cancelled = Buffer.from(
+      'AQEwMQMyMDI2LTExLTIyVDA4OjAwOjAwWgkwMQxjYW5jZWxsZWQZIjIwMjYtMTEtMjJUMDg6MDA6MDBaIn19',
+      'base64',
+    );
+    expect(unpackBody(cancelled)).toBe(
+      '{"id":"evt_01","event":"shipment.cancelled","created_at":"2026-11-22T08:00:00Z","data":{"id":"shp_01","status":"cancelled","cancelled_at":"2026-11-22T08:00:00Z"}}',
+    );
+    const generated = Buffer.from(
+      'AQEwMQQyMDI2LTExLTIyVDA4OjAwOjAwWgowMR9GMDEfRzk0MDANdXNwcx9IcGRmH0lodHRwOi8vMTI3LjAuMC4xOjQwMTAfVTAxLnBkZh9WMR9XYWIfSjIwMjYtMTEtMjlUMDg6MDA6MDBaH0syMDI2LTExLTIyVDA4OjAwOjAwWh9T',
+      'base64',
+    );
+    expect(unpackBody(generated)).toBe(
+      '{"id":"evt_01","event":"label.generated","created_at":"2026-11-22T08:00:00Z","data":{"id":"lbl_01","shipment_id":"shp_01","tracking_number":"9400","carrier":"usps","format":"pdf","label_url":"http://127.0.0.1:4010/cdn/labels/lbl_01.pdf?expires=1&signature=ab","expires_at":"2026-11-29T08:00:00Z","created_at":"2026-11-22T08:00:00Z","status":"active"}}',
+    );
+  });
+
+  it('name their format, and an unknown format or code is an error, not garbage', () => {
+    const packed = packBody('{}');
+    expect(() => unpackBody(Buffer.concat([Buffer.of(99), packed.subarray(1)]))).toThrow(/format \(99\)/);
+    expect(() => unpackBody(Buffer.from('\u0001{\u001f~}'))).toThrow(/code/);
+  });
+
+  it('are stored packed, listed and delivered as recorded', async () => {
+    const sandbox = createTestSandbox();
+    const shipment = await sandbox.newShipment();
+    const rows = sandbox.db.prepare('SELECT id, body, packed FROM events').all() as {
+      id: string;
+      body: string;
+      packed: Buffer | null;
+    }[];
+    expect(rows).toHaveLength(1);
+    const [row] = rows;
+    expect(row?.body).toBe('');
+    expect(row?.packed).toBeInstanceOf(Buffer);
+    const listed = await sandbox.call('GET', '/_sandbox/events');
+    expect(listed.json.data[0]).toMatchObject({ id: row?.id, event: 'shipment.created', data: shipment });
+    // What a webhook sends: the envelope exactly as it was serialised when recorded.
+    expect(sandbox.state.webhooks.eventBody(row?.id as string)).toBe(JSON.stringify(listed.json.data[0]));
+  });
+
+  it('written before packing (text in `body`) are still read as they are', async () => {
+    const sandbox = createTestSandbox();
+    const account = (sandbox.db.prepare('SELECT id FROM accounts').get() as { id: string }).id;
+    // Not what JSON.stringify would write (spaces, key order): it must come back untouched.
+    const legacy =
+      '{"id": "evt_legacy", "event": "shipment.cancelled", "created_at": "2026-11-22T08:00:00Z", "data": {"status": "cancelled", "id": "shp_x"}}';
+    sandbox.db
+      .prepare(
+        "INSERT INTO events (id, account_id, type, created_at, body) VALUES ('evt_legacy', ?, 'shipment.cancelled', ?, ?)",
+      )
+      .run(account, T0, legacy);
+    expect(sandbox.state.webhooks.eventBody('evt_legacy')).toBe(legacy);
+    const listed = await sandbox.call('GET', '/_sandbox/events');
+    expect(listed.json.data).toEqual([JSON.parse(legacy)]);
+  });
+});
+
+describe('schema 7 (smaller indexes)', () => {
+  const dirs: string[] = [];
+  afterEach(() => {
+    for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+    vi.restoreAllMocks();
+  });
+
+  /** An account and `count` shipments over time (three to a millisecond), written through the store. */
+  function seedShipments(db: Db, count: number) {
+    const accountId = 'acct_storage';
+    db.prepare(
+      `INSERT INTO accounts (id, name, plan, created_at, clock_anchor_real, clock_anchor_virtual, clock_speed)
+       VALUES (?, 'storage', 'growth', ?, ?, ?, 1)`,
+    ).run(accountId, T0, T0, T0);
+    const store = new ShipmentStore(db);
+    const carriers = ['usps', 'ups', 'fedex', 'dhl_express'];
+    for (let i = 0; i < count; i++) {
+      const record = store.insert({
+        id: `shp_${String(i).padStart(8, '0')}`,
+        accountId,
+        status: 'created',
+        carrier: carriers[i % carriers.length] as string,
+        service: 'ground',
+        rate: { amount: '10.00', currency: 'USD' },
+        from: US_ORIGIN,
+        to: US_DESTINATION,
+        parcel: PARCEL,
+        reference: null,
+        createdAt: T0 + Math.floor(i / 3),
+      });
+      if (i % 7 === 0) store.setStatus(record, 'cancelled', record.createdAt);
+    }
+    return { accountId, store };
+  }
+
+  it('lists newest first through an index, for every filter, with and without a cursor', () => {
+    const db = openDatabase(':memory:');
+    const { accountId, store } = seedShipments(db, 3_000);
+    const prepared: string[] = [];
+    const prepare = db.prepare.bind(db);
+    vi.spyOn(db, 'prepare').mockImplementation(((sql: string) => {
+      prepared.push(sql);
+      return prepare(sql);
+    }) as Db['prepare']);
+
+    const state = { db, shipments: store } as unknown as State;
+    const actor = { accountId, now: T0 };
+    const all = db
+      .prepare('SELECT id, status, carrier FROM shipments ORDER BY created_at DESC, seq DESC')
+      .all() as { id: string; status: string; carrier: string }[];
+    for (const filter of [
+      {},
+      { status: 'cancelled' },
+      { carrier: 'ups' },
+      { status: 'created', carrier: 'fedex' },
+    ]) {
+      const expected = all
+        .filter((s) => Object.entries(filter).every(([k, v]) => s[k as 'status' | 'carrier'] === v))
+        .map((s) => s.id);
+      // Every page, following the cursor: the same order as a full sort, ties (same millisecond) by seq.
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = listShipments(state, actor, { ...filter, limit: '100', cursor });
+        seen.push(...page.data.map((s) => s.id));
+        expect(page.meta.total).toBe(expected.length);
+        cursor = page.meta.cursor ?? undefined;
+      } while (cursor);
+      expect(seen).toEqual(expected);
+    }
+
+    const lists = [...new Set(prepared.filter((sql) => sql.startsWith('SELECT * FROM shipments')))];
+    expect(lists.length).toBeGreaterThanOrEqual(8);
+    for (const sql of lists) {
+      const plan = (
+        db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all({
+          accountId,
+          status: 'created',
+          carrier: 'ups',
+          afterCreatedAt: T0,
+          afterSeq: 1,
+          take: 21,
+        }) as { detail: string }[]
+      ).map((step) => step.detail);
+      // An index search in the list's order: no scan of the table, no sort of its rows.
+      expect(plan, sql).toEqual([expect.stringMatching(/^SEARCH shipments USING INDEX shipments_page/)]);
+    }
+  });
+
+  it('fills index pages as shipments and events are added in time order', () => {
+    const db = openDatabase(':memory:');
+    const { accountId } = seedShipments(db, 5_000);
+    const insertEvent = db.prepare(
+      "INSERT INTO events (id, account_id, type, created_at, body) VALUES (?, ?, 'shipment.created', ?, '{}')",
+    );
+    for (let i = 0; i < 5_000; i++) insertEvent.run(`evt_${i}`, accountId, T0 + i);
+    for (const name of [
+      'shipments_page',
+      'shipments_page_by_status',
+      'shipments_page_by_carrier',
+      'events_by_account',
+      'events_by_type',
+    ]) {
+      // Descending indexes (schema 6) took inserts at their front and were half empty (0.5).
+      expect(indexPages(db, name).unusedShare, name).toBeLessThan(0.25);
+    }
+  });
+
+  it('upgrades a database file of schema 6, keeping its rows and reading its events', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sandbox-storage-'));
+    dirs.push(dir);
+    const file = join(dir, 'sandbox.db');
+    const old = new Database(file);
+    for (const migration of MIGRATIONS.slice(0, 6)) old.exec(migration);
+    old.pragma('user_version = 6');
+    const { accountId } = seedShipments(old as Db, 50);
+    const body = '{"id":"evt_old","event":"shipment.created","created_at":"2026-11-22T08:00:00Z","data":{}}';
+    old
+      .prepare(
+        "INSERT INTO events (id, account_id, type, created_at, body) VALUES ('evt_old', ?, 'shipment.created', ?, ?)",
+      )
+      .run(accountId, T0, body);
+    old.close();
+
+    const db = openDatabase(file);
+    try {
+      expect(db.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length);
+      expect(db.prepare('SELECT count(*) FROM shipments').pluck().get()).toBe(50);
+      expect(new WebhookStore(db).eventBody('evt_old')).toBe(body);
+      const definition = (name: string) =>
+        db.prepare("SELECT sql FROM sqlite_schema WHERE type = 'index' AND name = ?").pluck().get(name);
+      expect(definition('shipments_page')).toBe(
+        'CREATE INDEX shipments_page ON shipments (account_id, created_at)',
+      );
+      expect(definition('events_by_account')).toBe('CREATE INDEX events_by_account ON events (account_id)');
+      expect(db.pragma('integrity_check', { simple: true })).toBe('ok');
+    } finally {
+      db.close();
+    }
+  });
+});
