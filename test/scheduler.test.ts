@@ -5,10 +5,10 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createAccount, DEFAULT_ACCOUNT, seedDefaultAccount } from '../src/accounts/accounts.js';
 import { AccountStore } from '../src/accounts/store.js';
 import { advanceClock, setClock } from '../src/clock/account-clock.js';
-import { type Job, Scheduler } from '../src/clock/scheduler.js';
+import { FINISHED_JOB_RETENTION_MS, type Job, Scheduler } from '../src/clock/scheduler.js';
 import { testConfig } from '../src/config.js';
 import { type Db, openDatabase } from '../src/db/database.js';
-import { formatTimestamp, HOUR, MINUTE } from '../src/http/time.js';
+import { DAY, formatTimestamp, HOUR, MINUTE } from '../src/http/time.js';
 import { loadScenarios } from '../src/scenarios/scenario-file.js';
 import { createState, type State, scenarioDirectories } from '../src/state.js';
 import { capturingLogger } from './helpers.js';
@@ -455,5 +455,68 @@ describe('the background timer', () => {
     await passRealTime(wall, 2 * HOUR);
     expect(seen).toEqual([]);
     expect(scheduler.pending(KIND, 'later')).toHaveLength(1);
+  });
+});
+
+describe('finished jobs', () => {
+  const ids = (db: Db) => db.prepare('SELECT id FROM jobs ORDER BY seq').pluck().all();
+
+  it('are deleted a day after they finished on their account clock; pending ones never are', async () => {
+    expect(FINISHED_JOB_RETENTION_MS).toBe(DAY);
+    const { db, scheduler, schedule, stateOf, other } = setup();
+    scheduler.register('throws', () => {
+      throw new Error('boom');
+    });
+    const done = schedule('done', T0 + HOUR);
+    const failed = schedule('failed', T0 + 2 * HOUR, { kind: 'throws' });
+    const cancelled = schedule('cancelled', T0 + 3 * HOUR);
+    scheduler.cancelJob(cancelled, T0 + 30 * MINUTE);
+    const pending = schedule('pending', T0 + 10 * DAY);
+    const theirs = schedule('theirs', T0 + HOUR, { accountId: other });
+    await scheduler.runDue(other, T0 + HOUR);
+
+    await scheduler.runDue(ACCOUNT, T0 + 2 * HOUR);
+    expect([done, failed, cancelled, pending].map(stateOf)).toEqual([
+      'done',
+      'failed',
+      'cancelled',
+      'pending',
+    ]);
+
+    // Kept for a day after they finished: the cancelled one (30 min), then the done one (1 h).
+    await scheduler.runDue(ACCOUNT, T0 + 30 * MINUTE + DAY);
+    expect(ids(db)).toEqual([done, failed, cancelled, pending, theirs]);
+    await scheduler.runDue(ACCOUNT, T0 + 30 * MINUTE + DAY + 1);
+    expect(ids(db)).toEqual([done, failed, pending, theirs]);
+    await scheduler.runDue(ACCOUNT, T0 + 2 * HOUR + DAY + 1);
+    // The other account's jobs wait for its own clock.
+    expect(ids(db)).toEqual([pending, theirs]);
+
+    expect(scheduler.purgeFinished(other, T0 + HOUR + DAY + 1)).toBe(1);
+    // Running the pending one later finishes it; a day after that it goes too.
+    await scheduler.runDue(ACCOUNT, T0 + 10 * DAY);
+    expect(stateOf(pending)).toBe('done');
+    await scheduler.runDue(ACCOUNT, T0 + 11 * DAY + 1);
+    expect(ids(db)).toEqual([]);
+  });
+
+  it('of accounts with no work left are deleted when the scheduler starts', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const { db, scheduler, schedule, wall, other } = setup();
+      const mine = schedule('mine', T0 + HOUR);
+      const theirs = schedule('theirs', T0 + HOUR, { accountId: other });
+      await scheduler.runDue(ACCOUNT, T0 + HOUR);
+      await scheduler.runDue(other, T0 + HOUR);
+      expect(ids(db)).toEqual([mine, theirs]);
+
+      // Both clocks run at real speed: two days later, the finished jobs are past the retention.
+      wall.now = T0 + 2 * DAY;
+      await scheduler.start();
+      expect(ids(db)).toEqual([]);
+      await scheduler.stop();
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

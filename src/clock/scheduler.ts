@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { AccountStore } from '../accounts/store.js';
 import type { Db } from '../db/database.js';
 import { newId } from '../http/ids.js';
-import { formatTimestamp } from '../http/time.js';
+import { DAY, formatTimestamp } from '../http/time.js';
 import { clockNow } from './clock.js';
 
 /**
@@ -50,6 +50,15 @@ interface JobRow {
 /** The background timer never sleeps longer than this, so clock changes made elsewhere are picked up. */
 const MAX_SLEEP_MS = 1000;
 
+/**
+ * How long finished jobs (done, failed, cancelled) stay in the table, on their account's clock, for
+ * a look at what ran; then they are deleted. Nothing in the sandbox reads them: a job runs only
+ * while pending, and an advance answers with what it ran from memory. Kept forever, every tracking
+ * step of every label and every webhook attempt's job stayed in the database (in the process's
+ * memory with `--memory`).
+ */
+export const FINISHED_JOB_RETENTION_MS = DAY;
+
 export class Scheduler {
   private readonly handlers = new Map<string, JobHandler>();
   private readonly settlers: ((accountId: string) => Promise<void>)[] = [];
@@ -70,6 +79,8 @@ export class Scheduler {
   private readonly pendingBySubjectStatement;
   private readonly accountsWithWorkStatement;
   private readonly resetRunningStatement;
+  private readonly purgeStatement;
+  private readonly nextAccountWithFinishedStatement;
 
   constructor(
     private readonly db: Db,
@@ -102,6 +113,16 @@ export class Scheduler {
       "SELECT account_id, min(due_at) AS due_at FROM jobs WHERE state = 'pending' GROUP BY account_id",
     );
     this.resetRunningStatement = db.prepare("UPDATE jobs SET state = 'pending' WHERE state = 'running'");
+    // Only finished jobs have a `finished_at`; the partial index jobs_finished holds just those.
+    this.purgeStatement = db.prepare(
+      'DELETE FROM jobs WHERE account_id = @accountId AND finished_at IS NOT NULL AND finished_at < @before',
+    );
+    // The next account with finished jobs: one index probe per account, not a scan of the jobs.
+    this.nextAccountWithFinishedStatement = db
+      .prepare<[string], string>(
+        'SELECT account_id FROM jobs WHERE finished_at IS NOT NULL AND account_id > ? ORDER BY account_id LIMIT 1',
+      )
+      .pluck();
   }
 
   register<P>(kind: string, handler: JobHandler<P>): void {
@@ -173,9 +194,15 @@ export class Scheduler {
         await Promise.all(this.settlers.map((settle) => settle(accountId)));
         if (!this.nextDue(accountId, until)) break;
       }
+      this.purgeFinished(accountId, until);
       options.afterwards?.();
       return ran;
     });
+  }
+
+  /** Deletes the account's jobs that finished more than the retention before `now` (its clock). */
+  purgeFinished(accountId: string, now: number): number {
+    return this.purgeStatement.run({ accountId, before: now - FINISHED_JOB_RETENTION_MS }).changes;
   }
 
   private nextDue(accountId: string, until: number): JobRow | undefined {
@@ -245,6 +272,16 @@ export class Scheduler {
    */
   start(): Promise<void> {
     this.resetRunningStatement.run();
+    // Accounts whose clocks have no work left are purged here; the others after each of their runs.
+    const realNow = this.realNow();
+    for (
+      let accountId = this.nextAccountWithFinishedStatement.get('');
+      accountId !== undefined;
+      accountId = this.nextAccountWithFinishedStatement.get(accountId)
+    ) {
+      const account = this.accounts.find(accountId);
+      if (account) this.purgeFinished(accountId, clockNow(account.clock, realNow));
+    }
     this.stopped = false;
     return this.tick();
   }
