@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { type Db, openDatabase } from '../src/db/database.js';
+import { type Db, MEMORY_PAGE_SIZE, openDatabase } from '../src/db/database.js';
 import { MIGRATIONS } from '../src/db/migrations.js';
 import { packBody, storedBody, unpackBody } from '../src/events/packing.js';
 import { newId } from '../src/http/ids.js';
@@ -242,6 +242,16 @@ describe('schema 7 (smaller indexes)', () => {
       // Descending indexes (schema 6) took inserts at their front and were half empty (0.5).
       expect(indexPages(db, name).unusedShare, name).toBeLessThan(0.25);
     }
+  });
+
+  it('uses 8 KiB pages in memory and the default 4 KiB in a file', () => {
+    expect(MEMORY_PAGE_SIZE).toBe(8192);
+    expect(openDatabase(':memory:').pragma('page_size', { simple: true })).toBe(8192);
+    const dir = mkdtempSync(join(tmpdir(), 'sandbox-storage-'));
+    dirs.push(dir);
+    const file = openDatabase(join(dir, 'sandbox.db'));
+    expect(file.pragma('page_size', { simple: true })).toBe(4096);
+    file.close();
   });
 
   it('upgrades a database file of schema 6, keeping its rows and reading its events', () => {

@@ -7,6 +7,9 @@ export type Db = Database.Database;
 
 export const DATABASE_FILE = 'sandbox.db';
 
+/** The page size of an in-memory database (see openDatabase). */
+export const MEMORY_PAGE_SIZE = 8192;
+
 /** Where the database lives: `:memory:` or `<data dir>/sandbox.db` (the directory is created). */
 export function databaseLocation(options: { memory: boolean; dataDir: string }): string {
   if (options.memory) return ':memory:';
@@ -18,6 +21,11 @@ export function databaseLocation(options: { memory: boolean; dataDir: string }):
 /** Opens (or creates) the database, sets the pragmas and brings the schema up to date. */
 export function openDatabase(location: string): Db {
   const db = new Database(location);
+  // In memory every page is its own allocation in the process's heap, and around each one the
+  // request work's short-lived allocations leave gaps: with 100,000 shipments, 4 KiB pages cost
+  // 25 to 40 MiB more resident memory than 8 KiB ones, for no measurable difference in speed.
+  // (Set before the first table exists; a file keeps SQLite's 4 KiB, which WAL writes whole.)
+  if (location === ':memory:') db.pragma(`page_size = ${MEMORY_PAGE_SIZE}`);
   // WAL lets readers go on while a write commits; NORMAL is durable across a process crash,
   // which is the failure a sandbox has to survive (not a power cut).
   db.pragma('journal_mode = WAL');
