@@ -164,6 +164,11 @@ async function main(): Promise<void> {
       durationSeconds: options.duration,
       pairsPerEndpoint: options.rounds,
       sandboxCommand: `node dist/main.js ${SANDBOX_FLAGS.join(' ')}`,
+      // The scale section runs a sandbox in each mode: the default database file, then --memory.
+      scaleSandboxCommands: [
+        `node dist/main.js --data-dir <fresh temporary folder> ${SANDBOX_FLAGS.filter((f) => f !== '--memory').join(' ')}`,
+        `node dist/main.js ${SANDBOX_FLAGS.join(' ')}`,
+      ],
       ceilingCommand: 'node bench/ceiling.mjs',
       loadGenerator: 'autocannon (programmatic, in the bench process)',
       scaleShipments: options.scaleShipments,

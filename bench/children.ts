@@ -1,14 +1,18 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** The project's root: the sandbox runs from here, as `npm start` would run it. */
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 
-/** The flags of every sandbox the benchmark starts: in memory, limits off, any free ports, quiet. */
+/**
+ * The flags of every sandbox the benchmark starts: in memory, limits off, any free ports, quiet. A
+ * sandbox in the default file mode gets `--data-dir <a fresh temporary folder>` instead of `--memory`.
+ */
 export const SANDBOX_FLAGS = [
   '--memory',
   '--no-rate-limits',
@@ -27,6 +31,8 @@ export interface Server {
   name: string;
   pid: number;
   url: string;
+  /** A file-mode sandbox's data directory (removed when it stops). */
+  dataDir?: string;
   child: ChildProcess;
   stop(): Promise<void>;
   /** Throws if the process has exited on its own (a crash, or killed from outside). */
@@ -34,11 +40,15 @@ export interface Server {
 }
 
 const running = new Set<ChildProcess>();
+/** Data directories of file-mode sandboxes not yet stopped. */
+const dataDirs = new Set<string>();
 
 /** Children still running when the benchmark ends (an error, Ctrl-C) are killed with it. */
 export function killAllChildren(): void {
   for (const child of running) child.kill('SIGKILL');
   running.clear();
+  for (const dir of dataDirs) rmSync(dir, { recursive: true, force: true });
+  dataDirs.clear();
 }
 
 function waitForExit(child: ChildProcess, ms: number): Promise<boolean> {
@@ -145,8 +155,18 @@ let expectedBuild: string | undefined;
 /** Builds that differed from the first one while the run went on (someone rebuilt dist/ meanwhile). */
 export const buildChanges: string[] = [];
 
-/** `node dist/main.js --memory --no-rate-limits --port 0 --https-port 0 --log-level warn`. */
-export function startSandbox(nodeArgs: string[] = []): Promise<Server> {
+/** Where a sandbox keeps its data: `--memory`, or the default database file (in a fresh folder). */
+export type Storage = 'memory' | 'file';
+
+/**
+ * `node dist/main.js --memory --no-rate-limits --port 0 --https-port 0 --log-level warn`; with
+ * `storage: 'file'`, `--data-dir <fresh temporary folder>` instead of `--memory`, the folder removed
+ * when the sandbox stops.
+ */
+export async function startSandbox(
+  nodeArgs: string[] = [],
+  options: { storage?: Storage } = {},
+): Promise<Server> {
   const build = distFingerprint();
   expectedBuild ??= build;
   if (build !== expectedBuild && !buildChanges.includes(build)) {
@@ -155,7 +175,50 @@ export function startSandbox(nodeArgs: string[] = []): Promise<Server> {
       `bench: WARNING dist/ changed during the run (${expectedBuild} -> ${build}): figures mix builds\n`,
     );
   }
-  return startServer('sandbox', ['dist/main.js', ...SANDBOX_FLAGS], BANNER_API, {}, nodeArgs);
+  if (options.storage !== 'file') {
+    return startServer('sandbox', ['dist/main.js', ...SANDBOX_FLAGS], BANNER_API, {}, nodeArgs);
+  }
+  const dataDir = mkdtempSync(join(tmpdir(), 'sandbox-bench-'));
+  dataDirs.add(dataDir);
+  const removeDir = () => {
+    rmSync(dataDir, { recursive: true, force: true });
+    dataDirs.delete(dataDir);
+  };
+  const flags = SANDBOX_FLAGS.filter((flag) => flag !== '--memory');
+  let server: Server;
+  try {
+    server = await startServer(
+      'sandbox',
+      ['dist/main.js', '--data-dir', dataDir, ...flags],
+      BANNER_API,
+      {},
+      nodeArgs,
+    );
+  } catch (error) {
+    removeDir();
+    throw error;
+  }
+  return {
+    ...server,
+    dataDir,
+    stop: async () => {
+      try {
+        await server.stop();
+      } finally {
+        removeDir();
+      }
+    },
+  };
+}
+
+/** The bytes of a file-mode sandbox's database: the file and its write-ahead log, in MiB. */
+export function databaseFilesMiB(dataDir: string): number {
+  let bytes = 0;
+  for (const entry of readdirSync(dataDir, { withFileTypes: true })) {
+    if (entry.isFile() && entry.name.startsWith('sandbox.db'))
+      bytes += statSync(join(dataDir, entry.name)).size;
+  }
+  return Math.round((bytes / 1024 / 1024) * 10) / 10;
 }
 
 /** `node bench/ceiling.mjs`, answering `body` to every request. */
