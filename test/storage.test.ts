@@ -287,3 +287,28 @@ describe('schema 7 (smaller indexes)', () => {
     }
   });
 });
+
+describe('foreign keys', () => {
+  it('each have an index on their column, so deleting a parent never scans a whole table per row', () => {
+    const db = openDatabase(':memory:');
+    const tables = db
+      .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+      .pluck()
+      .all() as string[];
+    const unindexed: string[] = [];
+    for (const table of tables) {
+      const leading = new Set(
+        (db.pragma(`index_list(${table})`) as { name: string }[]).map(
+          (index) => (db.pragma(`index_info(${index.name})`) as { name: string }[])[0]?.name,
+        ),
+      );
+      for (const key of db.pragma(`foreign_key_list(${table})`) as { from: string; table: string }[]) {
+        // Accounts are never deleted one row at a time: a reset deletes each table's rows of the
+        // account in one statement, one pass over the table.
+        if (key.table !== 'accounts' && !leading.has(key.from)) unindexed.push(`${table}.${key.from}`);
+      }
+    }
+    expect(tables.length).toBeGreaterThan(10);
+    expect(unindexed).toEqual([]);
+  });
+});

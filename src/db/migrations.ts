@@ -240,4 +240,9 @@ export const MIGRATIONS: readonly string[] = [
   -- Finished jobs (done, failed, cancelled) by when they finished, so old ones can be deleted.
   CREATE INDEX jobs_finished ON jobs (account_id, finished_at) WHERE finished_at IS NOT NULL;
   `,
+  /* 8: the index a deleted event's cascade needs */ `
+  -- Deleting an event (an account reset deletes them all) looks for its delivery attempts; without
+  -- this index that was a scan of every account's attempts for each event.
+  CREATE INDEX webhook_attempts_by_event ON webhook_attempts (event_id);
+  `,
 ];
