@@ -16,7 +16,7 @@ const TARGET_SHIPMENTS = 100_000;
 const MODE: Record<Storage, string> = { file: 'file mode', memory: '--memory' };
 
 /**
- * One account with many shipments (100,000; 5,000 in quick mode), inserted through the API: the
+ * One account with many shipments (100,000; 3,000 in quick mode), inserted through the API: the
  * list's latency, paging to the end with the cursor, and the server's resident memory. Run twice:
  * in the default file mode (a database file in a fresh data directory), where the targets are
  * judged, and with `--memory` (the whole database inside the process), shown beside it. Quick runs
