@@ -273,7 +273,10 @@ export async function throughput(
         const pairRatios: number[] = [];
         for (let round_ = 0; round_ < rounds; round_++) {
           const c = await load(ceiling, { duration, ...(fresh ? { next: fake() } : {}) });
-          const s = await load(measuredServer, { duration, ...(fresh ? { next: await poolFor(duration) } : {}) });
+          const s = await load(measuredServer, {
+            duration,
+            ...(fresh ? { next: await poolFor(duration) } : {}),
+          });
           ceilingRuns.push(c);
           sandboxRuns.push(s);
           pairRatios.push(round(s.rps / c.rps, 3));
