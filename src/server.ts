@@ -67,6 +67,7 @@ export async function startSandbox(
     );
   const release = async () => {
     await state.scheduler.stop();
+    await state.labelFiles.close();
     db.close();
     tls.dispose();
   };

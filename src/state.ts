@@ -8,6 +8,7 @@ import { FaultStore } from './faults/store.js';
 import { RequestJournal } from './http/journal.js';
 import { RateLimiter } from './http/rate-limit.js';
 import { LabelFiles } from './labels/label-files.js';
+import { createLabelRenderer } from './labels/render-pool.js';
 import { UrlSigner } from './labels/signed-url.js';
 import { LabelStore } from './labels/store.js';
 import { BUILTIN_SCENARIOS_DIR, type Scenario } from './scenarios/scenario-file.js';
@@ -64,7 +65,7 @@ export function createState(
     shipments: new ShipmentStore(db),
     events: new EventStore(db),
     labels: new LabelStore(db),
-    labelFiles: new LabelFiles(),
+    labelFiles: new LabelFiles(createLabelRenderer()),
     urlSigner: new UrlSigner(db),
     tracking: new TrackingStore(db),
     rateLimiter: new RateLimiter(),

@@ -1,9 +1,15 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PDFDocument } from 'pdf-lib';
+import pngjs from 'pngjs';
 import { afterAll, describe, expect, it } from 'vitest';
+import { openDatabase } from '../src/db/database.js';
+import { labelDocument } from '../src/labels/label-files.js';
+import { renderLabel } from '../src/labels/render.js';
+import { LabelStore } from '../src/labels/store.js';
+import { ShipmentStore } from '../src/shipments/store.js';
 import { DEFAULT_KEY, shipmentRequest } from './helpers.js';
 
 /**
@@ -80,4 +86,77 @@ describe('the built command', () => {
       }
     },
   );
+
+  it('renders files on its render threads, several at once, to the bytes the in-process renderer makes', async () => {
+    const dataDir = join(scratch, 'data-threads');
+    const { child, origin, stderr } = await start(dataDir);
+    const headers = { authorization: `Bearer ${DEFAULT_KEY}`, 'content-type': 'application/json' };
+    const made: { id: string; format: string; accountId?: string; bytes: Buffer }[] = [];
+    try {
+      for (const [carrier, format] of [
+        ['usps', 'pdf'],
+        ['ups', 'png'],
+        ['fedex', 'pdf'],
+        ['dhl_express', 'png'],
+      ] as const) {
+        const body = JSON.stringify(shipmentRequest({ carrier }));
+        const shipment = (await (
+          await fetch(`${origin}/v1/shipments`, { method: 'POST', headers, body })
+        ).json()) as {
+          id: string;
+        };
+        const label = (await (
+          await fetch(`${origin}/v1/labels`, {
+            method: 'POST',
+            headers,
+            body: JSON.stringify({ shipment_id: shipment.id, format }),
+          })
+        ).json()) as { id: string };
+        made.push({ id: label.id, format, bytes: Buffer.alloc(0) });
+      }
+      const threadsBefore = new Set(readdirSync(`/proc/${child.pid}/task`));
+      const files = await Promise.all(
+        made.map((label) => fetch(`${origin}/v1/labels/${label.id}/download`, { headers })),
+      );
+      // The renders ran on threads made for them: new threads of the process that did the CPU work
+      // (loading the renderers and rendering takes well over 100 ms; rendered in-process, new
+      // threads, if any, would be idle helpers).
+      const busyNewThreads = readdirSync(`/proc/${child.pid}/task`)
+        .filter((tid) => !threadsBefore.has(tid))
+        .filter((tid) => {
+          const stat = readFileSync(`/proc/${child.pid}/task/${tid}/stat`, 'utf8');
+          const [utime, stime] = stat
+            .slice(stat.lastIndexOf(')') + 2)
+            .split(' ')
+            .slice(11, 13)
+            .map(Number);
+          return (utime ?? 0) + (stime ?? 0) >= 5; // clock ticks: 50 ms at the usual 100 a second
+        });
+      expect(busyNewThreads.length).toBeGreaterThanOrEqual(1);
+      for (const [i, file] of files.entries()) {
+        expect(file.status).toBe(200);
+        (made[i] as { bytes: Buffer }).bytes = Buffer.from(await file.arrayBuffer());
+      }
+      expect(stderr()).toBe('');
+    } finally {
+      await stop(child);
+    }
+
+    const db = openDatabase(join(dataDir, 'sandbox.db'));
+    try {
+      const labels = new LabelStore(db);
+      const shipments = new ShipmentStore(db);
+      for (const { id, format, bytes } of made) {
+        const label = labels.findAnywhere(id);
+        const shipment = label && shipments.find(label.accountId, label.shipmentId);
+        if (!label || !shipment) throw new Error(`label ${id} is not in the database`);
+        const inProcess = await renderLabel(labelDocument(label, shipment));
+        expect(bytes.equals(Buffer.from(inProcess.bytes)), `${format} ${id}`).toBe(true);
+        if (format === 'png') expect(pngjs.PNG.sync.read(bytes).width).toBe(812);
+        else expect((await PDFDocument.load(bytes)).getPageCount()).toBe(1);
+      }
+    } finally {
+      db.close();
+    }
+  });
 });

@@ -2,6 +2,7 @@ import { PDFDocument } from 'pdf-lib';
 import { PNG } from 'pngjs';
 import { describe, expect, it } from 'vitest';
 import { LabelFiles } from '../src/labels/label-files.js';
+import { createLabelRenderer } from '../src/labels/render-pool.js';
 import { carrierOfTrackingNumber } from '../src/labels/tracking-number.js';
 import { createTestSandbox, expectError, type TestSandbox } from './helpers.js';
 
@@ -168,7 +169,7 @@ describe('label files', () => {
     const sandbox = createTestSandbox();
     const { label } = await labelFor(sandbox, { format: 'png' });
     const first = (await sandbox.call('GET', `/v1/labels/${label.id}/download`)).bytes;
-    sandbox.state.labelFiles = new LabelFiles();
+    sandbox.state.labelFiles = new LabelFiles(createLabelRenderer());
     const second = (await sandbox.call('GET', `/v1/labels/${label.id}/download`)).bytes;
     expect(Buffer.from(second).equals(Buffer.from(first))).toBe(true);
   });

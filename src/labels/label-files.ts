@@ -2,7 +2,8 @@ import { LRUCache } from 'lru-cache';
 import { carrierName, serviceName } from '../rates/carriers.js';
 import type { ShipmentRecord } from '../shipments/store.js';
 import type { LabelDocument } from './label-document.js';
-import { type RenderedLabel, renderLabel } from './render.js';
+import type { RenderedLabel } from './render.js';
+import type { LabelRenderer } from './render-pool.js';
 import type { LabelRecord } from './store.js';
 
 const CACHE_BYTES = 64 * 1024 * 1024;
@@ -13,6 +14,8 @@ const CACHE_BYTES = 64 * 1024 * 1024;
  * bytes) after a restart or an eviction.
  */
 export class LabelFiles {
+  constructor(private readonly renderer: LabelRenderer) {}
+
   private readonly cache = new LRUCache<string, Promise<RenderedLabel>>({
     maxSize: CACHE_BYTES,
     sizeCalculation: () => 64 * 1024,
@@ -21,7 +24,7 @@ export class LabelFiles {
   get(label: LabelRecord, shipment: ShipmentRecord): Promise<RenderedLabel> {
     const cached = this.cache.get(label.id);
     if (cached) return cached;
-    const file = renderLabel(labelDocument(label, shipment));
+    const file = this.renderer.render(labelDocument(label, shipment));
     this.cache.set(label.id, file);
     file.then(
       // Counted at a typical size while pending; re-inserted with its real size once known.
@@ -32,6 +35,10 @@ export class LabelFiles {
       () => this.cache.delete(label.id),
     );
     return file;
+  }
+
+  close(): Promise<void> {
+    return this.renderer.close();
   }
 }
 
