@@ -233,6 +233,21 @@ export const SETTINGS = {
         return delays as number[];
       }),
   },
+  renderThreads: {
+    flag: 'render-threads',
+    env: 'SANDBOX_RENDER_THREADS',
+    kind: 'string',
+    placeholder: 'number',
+    defaultText: '2',
+    description:
+      'worker threads that render PDF and PNG label files (started on the first render, stopped after 30 s idle; 0 renders on the main thread)',
+    schema: z.coerce
+      .number({ message: 'must be a number' })
+      .int('must be a whole number')
+      .min(0, 'must be 0 or more')
+      .max(16, 'must be at most 16')
+      .default(2),
+  },
   logLevel: {
     flag: 'log-level',
     env: 'LOG_LEVEL',

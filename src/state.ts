@@ -65,7 +65,7 @@ export function createState(
     shipments: new ShipmentStore(db),
     events: new EventStore(db),
     labels: new LabelStore(db),
-    labelFiles: new LabelFiles(createLabelRenderer()),
+    labelFiles: new LabelFiles(createLabelRenderer(config.renderThreads)),
     urlSigner: new UrlSigner(db),
     tracking: new TrackingStore(db),
     rateLimiter: new RateLimiter(),

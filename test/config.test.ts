@@ -28,6 +28,7 @@ describe('command line', () => {
       allowHttpWebhooks: false,
       webhookTimeoutMs: 10_000,
       webhookRetries: [60_000, 300_000, 1_800_000, 7_200_000, 28_800_000],
+      renderThreads: 2,
       logLevel: 'info',
     });
   });
@@ -52,6 +53,7 @@ describe('command line', () => {
       SANDBOX_ALLOW_HTTP_WEBHOOKS: '1',
       SANDBOX_WEBHOOK_TIMEOUT: '500ms',
       SANDBOX_WEBHOOK_RETRIES: '10s, 1m',
+      SANDBOX_RENDER_THREADS: '0',
       LOG_LEVEL: 'debug',
     });
     expect(config).toEqual({
@@ -73,6 +75,7 @@ describe('command line', () => {
       allowHttpWebhooks: true,
       webhookTimeoutMs: 500,
       webhookRetries: [10_000, 60_000],
+      renderThreads: 0,
       logLevel: 'debug',
     });
   });
@@ -107,6 +110,9 @@ describe('command line', () => {
     [['--webhook-timeout', '5m'], /--webhook-timeout.*between/],
     [['--webhook-retries', '1m,,5m'], /--webhook-retries/],
     [['--webhook-retries', '1m,later'], /--webhook-retries/],
+    [['--render-threads', '1.5'], /--render-threads.*whole number/],
+    [['--render-threads=-1'], /--render-threads.*0 or more/],
+    [['--render-threads', '17'], /--render-threads.*at most 16/],
   ])('stops on bad flags with a clear message: %j', (argv, message) => {
     expect(() => parseCommandLine(argv, {})).toThrow(ConfigError);
     expect(() => parseCommandLine(argv, {})).toThrow(message);

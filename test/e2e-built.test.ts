@@ -22,11 +22,23 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 async function start(
   dataDir: string,
+  extraArgs: string[] = [],
 ): Promise<{ child: ChildProcessWithoutNullStreams; origin: string; stderr: () => string }> {
   // Its own TMPDIR: the first start compiles and writes the code cache, the second reads it.
   const child = spawn(
     'node',
-    ['dist/main.js', '--data-dir', dataDir, '--port', '0', '--https-port', '0', '--log-level', 'warn'],
+    [
+      'dist/main.js',
+      '--data-dir',
+      dataDir,
+      '--port',
+      '0',
+      '--https-port',
+      '0',
+      '--log-level',
+      'warn',
+      ...extraArgs,
+    ],
     {
       env: { ...process.env, TMPDIR: scratch },
       stdio: 'pipe',
@@ -87,76 +99,83 @@ describe('the built command', () => {
     },
   );
 
-  it('renders files on its render threads, several at once, to the bytes the in-process renderer makes', async () => {
-    const dataDir = join(scratch, 'data-threads');
-    const { child, origin, stderr } = await start(dataDir);
-    const headers = { authorization: `Bearer ${DEFAULT_KEY}`, 'content-type': 'application/json' };
-    const made: { id: string; format: string; accountId?: string; bytes: Buffer }[] = [];
-    try {
-      for (const [carrier, format] of [
-        ['usps', 'pdf'],
-        ['ups', 'png'],
-        ['fedex', 'pdf'],
-        ['dhl_express', 'png'],
-      ] as const) {
-        const body = JSON.stringify(shipmentRequest({ carrier }));
-        const shipment = (await (
-          await fetch(`${origin}/v1/shipments`, { method: 'POST', headers, body })
-        ).json()) as {
-          id: string;
-        };
-        const label = (await (
-          await fetch(`${origin}/v1/labels`, {
-            method: 'POST',
-            headers,
-            body: JSON.stringify({ shipment_id: shipment.id, format }),
-          })
-        ).json()) as { id: string };
-        made.push({ id: label.id, format, bytes: Buffer.alloc(0) });
+  it.each([
+    ['2', 'on its render threads'],
+    ['0', 'on its main thread'],
+  ])(
+    'renders files (--render-threads %s) %s, several at once, to the bytes the in-process renderer makes',
+    async (threads) => {
+      const dataDir = join(scratch, `data-threads-${threads}`);
+      const { child, origin, stderr } = await start(dataDir, ['--render-threads', threads]);
+      const headers = { authorization: `Bearer ${DEFAULT_KEY}`, 'content-type': 'application/json' };
+      const made: { id: string; format: string; accountId?: string; bytes: Buffer }[] = [];
+      try {
+        for (const [carrier, format] of [
+          ['usps', 'pdf'],
+          ['ups', 'png'],
+          ['fedex', 'pdf'],
+          ['dhl_express', 'png'],
+        ] as const) {
+          const body = JSON.stringify(shipmentRequest({ carrier }));
+          const shipment = (await (
+            await fetch(`${origin}/v1/shipments`, { method: 'POST', headers, body })
+          ).json()) as {
+            id: string;
+          };
+          const label = (await (
+            await fetch(`${origin}/v1/labels`, {
+              method: 'POST',
+              headers,
+              body: JSON.stringify({ shipment_id: shipment.id, format }),
+            })
+          ).json()) as { id: string };
+          made.push({ id: label.id, format, bytes: Buffer.alloc(0) });
+        }
+        const threadsBefore = new Set(readdirSync(`/proc/${child.pid}/task`));
+        const files = await Promise.all(
+          made.map((label) => fetch(`${origin}/v1/labels/${label.id}/download`, { headers })),
+        );
+        // With threads the renders run on threads made for them: new threads of the process that did
+        // the CPU work (loading the renderers and rendering takes well over 100 ms); rendered on the
+        // main thread, new threads, if any, are idle helpers.
+        const busyNewThreads = readdirSync(`/proc/${child.pid}/task`)
+          .filter((tid) => !threadsBefore.has(tid))
+          .filter((tid) => {
+            const stat = readFileSync(`/proc/${child.pid}/task/${tid}/stat`, 'utf8');
+            const [utime, stime] = stat
+              .slice(stat.lastIndexOf(')') + 2)
+              .split(' ')
+              .slice(11, 13)
+              .map(Number);
+            return (utime ?? 0) + (stime ?? 0) >= 5; // clock ticks: 50 ms at the usual 100 a second
+          });
+        if (threads === '0') expect(busyNewThreads).toEqual([]);
+        else expect(busyNewThreads.length).toBeGreaterThanOrEqual(1);
+        for (const [i, file] of files.entries()) {
+          expect(file.status).toBe(200);
+          (made[i] as { bytes: Buffer }).bytes = Buffer.from(await file.arrayBuffer());
+        }
+        expect(stderr()).toBe('');
+      } finally {
+        await stop(child);
       }
-      const threadsBefore = new Set(readdirSync(`/proc/${child.pid}/task`));
-      const files = await Promise.all(
-        made.map((label) => fetch(`${origin}/v1/labels/${label.id}/download`, { headers })),
-      );
-      // The renders ran on threads made for them: new threads of the process that did the CPU work
-      // (loading the renderers and rendering takes well over 100 ms; rendered in-process, new
-      // threads, if any, would be idle helpers).
-      const busyNewThreads = readdirSync(`/proc/${child.pid}/task`)
-        .filter((tid) => !threadsBefore.has(tid))
-        .filter((tid) => {
-          const stat = readFileSync(`/proc/${child.pid}/task/${tid}/stat`, 'utf8');
-          const [utime, stime] = stat
-            .slice(stat.lastIndexOf(')') + 2)
-            .split(' ')
-            .slice(11, 13)
-            .map(Number);
-          return (utime ?? 0) + (stime ?? 0) >= 5; // clock ticks: 50 ms at the usual 100 a second
-        });
-      expect(busyNewThreads.length).toBeGreaterThanOrEqual(1);
-      for (const [i, file] of files.entries()) {
-        expect(file.status).toBe(200);
-        (made[i] as { bytes: Buffer }).bytes = Buffer.from(await file.arrayBuffer());
-      }
-      expect(stderr()).toBe('');
-    } finally {
-      await stop(child);
-    }
 
-    const db = openDatabase(join(dataDir, 'sandbox.db'));
-    try {
-      const labels = new LabelStore(db);
-      const shipments = new ShipmentStore(db);
-      for (const { id, format, bytes } of made) {
-        const label = labels.findAnywhere(id);
-        const shipment = label && shipments.find(label.accountId, label.shipmentId);
-        if (!label || !shipment) throw new Error(`label ${id} is not in the database`);
-        const inProcess = await renderLabel(labelDocument(label, shipment));
-        expect(bytes.equals(Buffer.from(inProcess.bytes)), `${format} ${id}`).toBe(true);
-        if (format === 'png') expect(pngjs.PNG.sync.read(bytes).width).toBe(812);
-        else expect((await PDFDocument.load(bytes)).getPageCount()).toBe(1);
+      const db = openDatabase(join(dataDir, 'sandbox.db'));
+      try {
+        const labels = new LabelStore(db);
+        const shipments = new ShipmentStore(db);
+        for (const { id, format, bytes } of made) {
+          const label = labels.findAnywhere(id);
+          const shipment = label && shipments.find(label.accountId, label.shipmentId);
+          if (!label || !shipment) throw new Error(`label ${id} is not in the database`);
+          const inProcess = await renderLabel(labelDocument(label, shipment));
+          expect(bytes.equals(Buffer.from(inProcess.bytes)), `${format} ${id}`).toBe(true);
+          if (format === 'png') expect(pngjs.PNG.sync.read(bytes).width).toBe(812);
+          else expect((await PDFDocument.load(bytes)).getPageCount()).toBe(1);
+        }
+      } finally {
+        db.close();
       }
-    } finally {
-      db.close();
-    }
-  });
+    },
+  );
 });

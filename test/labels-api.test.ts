@@ -169,7 +169,7 @@ describe('label files', () => {
     const sandbox = createTestSandbox();
     const { label } = await labelFor(sandbox, { format: 'png' });
     const first = (await sandbox.call('GET', `/v1/labels/${label.id}/download`)).bytes;
-    sandbox.state.labelFiles = new LabelFiles(createLabelRenderer());
+    sandbox.state.labelFiles = new LabelFiles(createLabelRenderer(0));
     const second = (await sandbox.call('GET', `/v1/labels/${label.id}/download`)).bytes;
     expect(Buffer.from(second).equals(Buffer.from(first))).toBe(true);
   });

@@ -32,7 +32,9 @@ export class LabelFiles {
         if (this.cache.get(label.id) === file)
           this.cache.set(label.id, file, { size: rendered.bytes.byteLength || 1 });
       },
-      () => this.cache.delete(label.id),
+      () => {
+        if (this.cache.peek(label.id) === file) this.cache.delete(label.id);
+      },
     );
     return file;
   }
