@@ -1,6 +1,9 @@
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { durationMillis } from './clock/duration.js';
+import { durationMillis } from './core/duration.js';
+import { ConfigError } from './core/errors.js';
+
+export { ConfigError };
 
 /**
  * Every setting of the sandbox in one table: its flag, its environment variable, its default and
@@ -261,10 +264,6 @@ export const SETTINGS = {
 
 type Settings = typeof SETTINGS;
 export type Config = { [K in keyof Settings]: z.output<Settings[K]['schema']> };
-
-export class ConfigError extends Error {
-  override name = 'ConfigError';
-}
 
 export type CommandLine = { help: true } | { help: false; config: Config };
 

@@ -84,9 +84,3 @@ export function createState(
 export function scenarioDirectories(config: Config): string[] {
   return config.scenariosDir ? [BUILTIN_SCENARIOS_DIR, config.scenariosDir] : [BUILTIN_SCENARIOS_DIR];
 }
-
-/** Who is acting and when: the account, and the instant its clock read for this request. */
-export interface Actor {
-  accountId: string;
-  now: number;
-}

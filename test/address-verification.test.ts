@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ApiError } from '../src/http/errors.js';
+import { ApiError } from '../src/core/errors.js';
 import {
   checkAddress,
   MAGIC_ADDRESS_VALUES,

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_ACCOUNT } from '../src/accounts/accounts.js';
-import type { Scope } from '../src/accounts/scopes.js';
-import { newId } from '../src/http/ids.js';
+import type { Scope } from '../src/core/actor.js';
+import { newId } from '../src/core/ids.js';
 import { createTestSandbox, DEFAULT_KEY, expectError, shipmentRequest, type TestSandbox } from './helpers.js';
 
 const ACCOUNT_ID = /^acct_[0-9A-HJKMNP-TV-Z]{26}$/;

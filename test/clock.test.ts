@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { clockNow, configureClock, moveClockTo, parseDuration, startClock } from '../src/clock/clock.js';
-import { ApiError } from '../src/http/errors.js';
-import { formatTimestamp } from '../src/http/time.js';
+import { ApiError } from '../src/core/errors.js';
+import { formatTimestamp } from '../src/core/time.js';
 
 const T0 = Date.UTC(2026, 10, 22, 8, 0, 0);
 

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { ApiError } from '../src/http/errors.js';
+import { ApiError } from '../src/core/errors.js';
 import {
   CARRIERS,
   type Carrier,

@@ -6,8 +6,8 @@ import { DEFAULT_ACCOUNT, seedDefaultAccount } from '../src/accounts/accounts.js
 import { createApp } from '../src/app.js';
 import { moveClockTo } from '../src/clock/clock.js';
 import { testConfig } from '../src/config.js';
+import { DAY, formatTimestamp, HOUR } from '../src/core/time.js';
 import { openDatabase } from '../src/db/database.js';
-import { DAY, formatTimestamp, HOUR } from '../src/http/time.js';
 import { loadScenarios } from '../src/scenarios/scenario-file.js';
 import { createState, scenarioDirectories } from '../src/state.js';
 import type { TrackingStatus } from '../src/tracking/statuses.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { testConfig } from '../src/config.js';
-import { DAY, formatTimestamp, HOUR } from '../src/http/time.js';
+import { DAY, formatTimestamp, HOUR } from '../src/core/time.js';
 import { loadScenarios } from '../src/scenarios/scenario-file.js';
 import { scenarioDirectories } from '../src/state.js';
 import { MAGIC_TRACKING_NUMBERS, magicTimeline } from '../src/tracking/magic-numbers.js';

@@ -1,9 +1,10 @@
 import { z } from 'zod';
 import { startClock } from '../clock/clock.js';
-import { newId } from '../http/ids.js';
-import { readJsonFixture } from '../paths.js';
+import { SCOPES } from '../core/actor.js';
+import { readJsonFixture } from '../core/fixtures.js';
+import { newId } from '../core/ids.js';
 import { newKeyValue } from './keys.js';
-import { PLANS, type Plan, SCOPES } from './scopes.js';
+import { PLANS, type Plan } from './plans.js';
 import type { Account, AccountStore } from './store.js';
 
 const DefaultAccountFixture = z.object({

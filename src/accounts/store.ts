@@ -1,7 +1,8 @@
 import type { ClockState } from '../clock/clock.js';
+import type { Scope } from '../core/actor.js';
 import type { Db } from '../db/database.js';
 import { hashKey } from './keys.js';
-import type { Plan, Scope } from './scopes.js';
+import type { Plan } from './plans.js';
 
 export interface Account {
   id: string;

@@ -1,5 +1,5 @@
-import { ApiError, invalidParameter } from '../http/errors.js';
-import { formatTimestamp } from '../http/time.js';
+import { ApiError, invalidParameter } from '../core/errors.js';
+import { formatTimestamp } from '../core/time.js';
 import type { State } from '../state.js';
 import { type ClockState, clockNow, configureClock, moveClockTo, parseDuration } from './clock.js';
 import type { RanJob } from './scheduler.js';

@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
 import type { AccountStore } from '../accounts/store.js';
+import { newId } from '../core/ids.js';
+import { DAY, formatTimestamp } from '../core/time.js';
 import type { Db } from '../db/database.js';
-import { newId } from '../http/ids.js';
-import { DAY, formatTimestamp } from '../http/time.js';
 import { clockNow } from './clock.js';
 
 /**

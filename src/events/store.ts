@@ -1,6 +1,6 @@
+import { newId } from '../core/ids.js';
+import { formatTimestamp } from '../core/time.js';
 import type { Db } from '../db/database.js';
-import { newId } from '../http/ids.js';
-import { formatTimestamp } from '../http/time.js';
 import { packBody, storedBody } from './packing.js';
 
 /** The event names of the specification. */

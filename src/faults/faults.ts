@@ -1,6 +1,6 @@
 import type { MiddlewareHandler } from 'hono';
+import { ApiError } from '../core/errors.js';
 import type { AppEnv } from '../http/context.js';
-import { ApiError, type ErrorStatus } from '../http/errors.js';
 import type { FaultRule, FaultStore } from './store.js';
 
 /** The code a fault answers with when the rule names none. */
@@ -39,7 +39,7 @@ export function injectFaults(faults: FaultStore): MiddlewareHandler<AppEnv> {
       const headers: Record<string, string> =
         rule.status === 429 || rule.status === 503 ? { 'Retry-After': String(rule.retryAfter ?? 1) } : {};
       throw new ApiError(
-        rule.status as ErrorStatus,
+        rule.status,
         rule.code ?? defaultFaultCode(rule.status),
         `Injected fault ${rule.id}: ${rule.status} for ${c.req.method} ${c.req.path}.`,
         { headers },

@@ -1,11 +1,11 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
 import { keyShape } from '../accounts/keys.js';
-import type { Scope } from '../accounts/scopes.js';
 import type { AccountStore } from '../accounts/store.js';
 import { clockNow } from '../clock/clock.js';
+import type { Scope } from '../core/actor.js';
+import { ApiError } from '../core/errors.js';
 import type { AppEnv } from './context.js';
-import { ApiError } from './errors.js';
 
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
 

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { MiddlewareHandler } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
-import { ApiError } from './errors.js';
+import { ApiError } from '../core/errors.js';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 

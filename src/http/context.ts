@@ -1,7 +1,6 @@
 import type { Logger } from 'pino';
-import type { Scope } from '../accounts/scopes.js';
 import type { Account } from '../accounts/store.js';
-import type { Actor } from '../state.js';
+import type { Actor, Scope } from '../core/actor.js';
 
 /** What the middleware puts on every request's context. */
 export interface AuthContext {

@@ -1,7 +1,8 @@
 import type { Context, ErrorHandler, NotFoundHandler } from 'hono';
 import { HTTPException } from 'hono/http-exception';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { Logger } from 'pino';
-import { ApiError } from './errors.js';
+import { ApiError } from '../core/errors.js';
 
 /** Hono's own exceptions (thrown by its validators and body reading) in the contract's words. */
 function fromHttpException(error: HTTPException): ApiError {
@@ -23,7 +24,8 @@ function fromHttpException(error: HTTPException): ApiError {
 
 export function respondWithError(c: Context, error: ApiError): Response {
   for (const [name, value] of Object.entries(error.headers)) c.header(name, value);
-  return c.json(error.toBody(), error.status);
+  // The core speaks of any status from 400 to 599 (faults choose theirs); every one of them has a body.
+  return c.json(error.toBody(), error.status as ContentfulStatusCode);
 }
 
 /**

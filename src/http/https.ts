@@ -5,7 +5,8 @@ import { isIP } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';
-import { type Config, ConfigError } from '../config.js';
+import type { Config } from '../config.js';
+import { ConfigError } from '../core/errors.js';
 
 /** The certificate and key the HTTPS listener serves, and where a client finds the certificate to trust. */
 export interface TlsMaterial {

@@ -1,9 +1,9 @@
 import type { MiddlewareHandler } from 'hono';
-import type { Plan } from '../accounts/scopes.js';
+import type { Plan } from '../accounts/plans.js';
+import { ApiError } from '../core/errors.js';
+import { DAY, MINUTE } from '../core/time.js';
 import type { AppEnv } from './context.js';
-import { ApiError } from './errors.js';
 import { presetHeaders } from './preset-headers.js';
-import { DAY, MINUTE } from './time.js';
 
 /** The specification's ceilings; enterprise has no plan ceiling, only the per-key one. */
 export const PLAN_LIMITS: Readonly<Record<Plan, { perMinute: number; perDay: number } | null>> = {

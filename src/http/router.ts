@@ -1,6 +1,6 @@
 import { OpenAPIHono, z } from '@hono/zod-openapi';
+import { ErrorSchema } from '../core/schemas.js';
 import type { AppEnv } from './context.js';
-import { ErrorSchema } from './schema.js';
 import { validationError } from './validation.js';
 
 /** A router whose validation failures become the contract's errors instead of zod's default body. */

@@ -2,7 +2,7 @@ import { TLSSocket } from 'node:tls';
 import type { HttpBindings } from '@hono/node-server';
 import type { Context, MiddlewareHandler } from 'hono';
 import type { Config } from '../config.js';
-import { ApiError } from './errors.js';
+import { ApiError } from '../core/errors.js';
 
 /**
  * Whether the client's request reached us over TLS. The socket decides, never the request's URL:

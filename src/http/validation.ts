@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { ApiError } from './errors.js';
+import { ApiError } from '../core/errors.js';
 
 type Target = 'json' | 'query' | 'param' | 'header' | 'cookie' | 'form';
 

@@ -1,10 +1,11 @@
+import type { Actor } from '../core/actor.js';
+import { ApiError, notFound } from '../core/errors.js';
+import { newId } from '../core/ids.js';
+import { DAY, formatTimestamp } from '../core/time.js';
 import { transaction } from '../db/database.js';
-import { ApiError, notFound } from '../http/errors.js';
-import { newId } from '../http/ids.js';
-import { DAY, formatTimestamp } from '../http/time.js';
 import { getShipment } from '../shipments/shipments.js';
 import type { ShipmentRecord } from '../shipments/store.js';
-import type { Actor, State } from '../state.js';
+import type { State } from '../state.js';
 import { defaultScenarioOf, startScenario, TRACKING_STEP } from '../tracking/tracking.js';
 import type { CreateLabelInput, Label, VoidedLabel } from './schema.js';
 import type { LabelRecord } from './store.js';

@@ -1,9 +1,9 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { clockNow } from '../clock/clock.js';
+import { ApiError } from '../core/errors.js';
 import { requireScope } from '../http/auth.js';
 import { actorOf } from '../http/context.js';
-import { ApiError } from '../http/errors.js';
 import {
   BEARER_SECURITY,
   COMMON_ERRORS,

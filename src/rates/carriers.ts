@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { readJsonFixture } from '../paths.js';
+import { readJsonFixture } from '../core/fixtures.js';
 
 /**
  * The carriers, their services and rate cards, from `fixtures/carriers.json`. The fixture is read and validated

@@ -1,5 +1,5 @@
 import { z } from '@hono/zod-openapi';
-import { MoneySchema } from '../http/schema.js';
+import { MoneySchema } from '../core/schemas.js';
 import { AddressSchema, ParcelSchema } from '../shipments/schema.js';
 
 export const RateSchema = z

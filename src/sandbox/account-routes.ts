@@ -1,12 +1,14 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { newKeyValue } from '../accounts/keys.js';
-import { SCOPES } from '../accounts/scopes.js';
 import type { ApiKeyRecord } from '../accounts/store.js';
+import { SCOPES } from '../core/actor.js';
+import { ApiError, invalidField, notFound } from '../core/errors.js';
+import { newId } from '../core/ids.js';
+import { parseLimit } from '../core/paging.js';
+import { TimestampSchema } from '../core/schemas.js';
+import { formatTimestamp } from '../core/time.js';
 import { defaultFaultCode } from '../faults/faults.js';
 import type { FaultRule } from '../faults/store.js';
-import { ApiError, invalidField, notFound } from '../http/errors.js';
-import { newId } from '../http/ids.js';
-import { parseLimit } from '../http/query.js';
 import {
   BEARER_SECURITY,
   createRouter,
@@ -15,8 +17,6 @@ import {
   jsonBody,
   jsonResponse,
 } from '../http/router.js';
-import { TimestampSchema } from '../http/schema.js';
-import { formatTimestamp } from '../http/time.js';
 import type { State } from '../state.js';
 import { resetAccount } from './reset.js';
 

@@ -3,9 +3,10 @@ import { createAccount } from '../accounts/accounts.js';
 import type { Account } from '../accounts/store.js';
 import { advanceClock, readClock, setClock } from '../clock/account-clock.js';
 import { parseDuration } from '../clock/clock.js';
+import { ApiError, invalidParameter } from '../core/errors.js';
+import { parseLimit } from '../core/paging.js';
+import { formatTimestamp } from '../core/time.js';
 import { EVENT_TYPES } from '../events/store.js';
-import { ApiError, invalidParameter } from '../http/errors.js';
-import { parseLimit } from '../http/query.js';
 import {
   BEARER_SECURITY,
   COMMON_ERRORS,
@@ -14,7 +15,6 @@ import {
   jsonBody,
   jsonResponse,
 } from '../http/router.js';
-import { formatTimestamp } from '../http/time.js';
 import type { State } from '../state.js';
 import { findScenario } from '../tracking/tracking.js';
 import {

@@ -1,8 +1,8 @@
 import { z } from '@hono/zod-openapi';
-import { PLANS } from '../accounts/scopes.js';
+import { PLANS } from '../accounts/plans.js';
 import { MAX_CLOCK_SPEED } from '../clock/clock.js';
+import { TimestampSchema } from '../core/schemas.js';
 import { EVENT_TYPES } from '../events/store.js';
-import { TimestampSchema } from '../http/schema.js';
 
 export const CreateAccountSchema = z
   .object({

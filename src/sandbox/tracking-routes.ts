@@ -1,4 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
+import type { Actor } from '../core/actor.js';
+import { TimestampSchema } from '../core/schemas.js';
 import { actorOf } from '../http/context.js';
 import {
   BEARER_SECURITY,
@@ -8,8 +10,7 @@ import {
   jsonBody,
   jsonResponse,
 } from '../http/router.js';
-import { TimestampSchema } from '../http/schema.js';
-import type { Actor, State } from '../state.js';
+import type { State } from '../state.js';
 import { TrackingNumberParam, TrackingSchema, TrackingStatusSchema } from '../tracking/schema.js';
 import {
   activeLabelOf,

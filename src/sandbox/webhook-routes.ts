@@ -1,8 +1,10 @@
 import { createRoute, z } from '@hono/zod-openapi';
+import { ApiError, notFound } from '../core/errors.js';
+import { parseLimit } from '../core/paging.js';
+import { TimestampSchema } from '../core/schemas.js';
+import { formatTimestamp } from '../core/time.js';
 import { transaction } from '../db/database.js';
 import { EVENT_TYPES } from '../events/store.js';
-import { ApiError, notFound } from '../http/errors.js';
-import { parseLimit } from '../http/query.js';
 import {
   BEARER_SECURITY,
   createRouter,
@@ -11,8 +13,6 @@ import {
   jsonBody,
   jsonResponse,
 } from '../http/router.js';
-import { TimestampSchema } from '../http/schema.js';
-import { formatTimestamp } from '../http/time.js';
 import type { State } from '../state.js';
 import { sampleEventData } from '../webhooks/sample-events.js';
 import { AttemptListSchema, AttemptSchema } from '../webhooks/schema.js';

@@ -3,7 +3,7 @@ import path from 'node:path';
 import ms from 'ms';
 import { isNode, LineCounter, parseDocument } from 'yaml';
 import { z } from 'zod';
-import { PROJECT_ROOT } from '../paths.js';
+import { PROJECT_ROOT } from '../core/fixtures.js';
 import { PLACES, type Place } from '../tracking/route.js';
 import { TRACKING_STATUSES, type TrackingStatus } from '../tracking/statuses.js';
 

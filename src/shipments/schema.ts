@@ -1,5 +1,5 @@
 import { z } from '@hono/zod-openapi';
-import { MoneySchema, TimestampSchema } from '../http/schema.js';
+import { MoneySchema, TimestampSchema } from '../core/schemas.js';
 
 /**
  * Bounds the specification leaves "not shown". They are generous enough for real addresses and

@@ -1,14 +1,15 @@
+import type { Actor } from '../core/actor.js';
+import { ApiError, invalidParameter, notFound } from '../core/errors.js';
+import { newId } from '../core/ids.js';
+import { decodeCursor, encodeCursor, parseLimit } from '../core/paging.js';
 import { transaction } from '../db/database.js';
-import { ApiError, invalidParameter, notFound } from '../http/errors.js';
-import { newId } from '../http/ids.js';
-import { parseLimit } from '../http/query.js';
 import { voidWithinTransaction } from '../labels/labels.js';
 import { findCarrier } from '../rates/carriers.js';
 import { chooseRate } from '../rates/pricing.js';
-import type { Actor, State } from '../state.js';
+import type { State } from '../state.js';
 import { checkAddress, verifyDestination } from './address-verification.js';
 import { type CreateShipmentInput, ShipmentStatusSchema } from './schema.js';
-import { type PagePosition, presentShipment, type ShipmentRecord } from './store.js';
+import { presentShipment, type ShipmentRecord } from './store.js';
 
 export const PAGE_SIZE = { default: 20, max: 100 } as const;
 
@@ -113,25 +114,4 @@ export function listShipments(state: State, actor: Actor, query: ListQuery) {
       has_more: hasMore,
     },
   };
-}
-
-/**
- * A cursor names the last shipment of the page it came from by its place in the order, not by an
- * offset, so shipments created between two pages neither shift nor repeat what follows.
- */
-function encodeCursor(position: PagePosition): string {
-  return `cur_${Buffer.from(`${position.createdAt}.${position.seq}`).toString('base64url')}`;
-}
-
-function decodeCursor(cursor: string): PagePosition {
-  const match = cursor.startsWith('cur_')
-    ? /^(\d{1,16})\.(\d{1,16})$/.exec(Buffer.from(cursor.slice(4), 'base64url').toString())
-    : null;
-  if (!match) {
-    throw invalidParameter(
-      'cursor',
-      "'cursor' is not a cursor this API returned; pass meta.cursor unchanged.",
-    );
-  }
-  return { createdAt: Number(match[1]), seq: Number(match[2]) };
 }

@@ -1,5 +1,6 @@
+import type { PagePosition } from '../core/paging.js';
+import { formatTimestamp } from '../core/time.js';
 import type { Db } from '../db/database.js';
-import { formatTimestamp } from '../http/time.js';
 import type { Address, Parcel, Shipment, ShipmentStatus } from './schema.js';
 
 /** A shipment as stored: the API shape plus the ordering key and raw times. */
@@ -75,12 +76,6 @@ export function presentShipment(record: ShipmentRecord): Shipment {
     created_at: formatTimestamp(record.createdAt),
     cancelled_at: record.cancelledAt === null ? null : formatTimestamp(record.cancelledAt),
   };
-}
-
-/** A position in the newest-first order: the last shipment of the page before. */
-export interface PagePosition {
-  createdAt: number;
-  seq: number;
 }
 
 export interface ListFilter {

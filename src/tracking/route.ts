@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { readJsonFixture } from '../paths.js';
+import { readJsonFixture } from '../core/fixtures.js';
 import type { Address } from '../shipments/schema.js';
 
 /**

@@ -1,5 +1,5 @@
 import { z } from '@hono/zod-openapi';
-import { TimestampSchema } from '../http/schema.js';
+import { TimestampSchema } from '../core/schemas.js';
 import { TRACKING_STATUSES } from './statuses.js';
 
 export const TrackingStatusSchema = z.enum(TRACKING_STATUSES);

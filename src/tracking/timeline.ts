@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 // and only the seeded number generator is needed here. It is one shared instance, reseeded at the start of
 // every call and drawn from synchronously, so nothing carries over between calls.
 import { faker } from '@faker-js/faker/locale/base';
-import { DAY, MINUTE } from '../http/time.js';
+import { DAY, MINUTE } from '../core/time.js';
 import type { Scenario, ScenarioStep } from '../scenarios/scenario-file.js';
 import { describeStep, fillPlaceholders, type Moment } from './descriptions.js';
 import { type Place, planRoute, type Rng, type RouteAddress } from './route.js';

@@ -1,12 +1,13 @@
 import type { Job } from '../clock/scheduler.js';
+import type { Actor } from '../core/actor.js';
+import { ApiError, invalidField, notFound } from '../core/errors.js';
+import { formatTimestamp } from '../core/time.js';
 import { transaction } from '../db/database.js';
-import { ApiError, invalidField, notFound } from '../http/errors.js';
-import { formatTimestamp } from '../http/time.js';
 import type { LabelRecord } from '../labels/store.js';
 import { findService } from '../rates/carriers.js';
 import type { Scenario } from '../scenarios/scenario-file.js';
 import type { ShipmentRecord } from '../shipments/store.js';
-import type { Actor, State } from '../state.js';
+import type { State } from '../state.js';
 import { findMagicTrackingNumber, magicTimeline } from './magic-numbers.js';
 import type { TrackingStatus } from './statuses.js';
 import type { TrackingEventRecord } from './store.js';

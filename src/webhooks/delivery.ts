@@ -3,11 +3,11 @@ import type { Logger } from 'pino';
 import type { AccountStore } from '../accounts/store.js';
 import type { Job, Scheduler } from '../clock/scheduler.js';
 import type { Config } from '../config.js';
+import { newId } from '../core/ids.js';
+import { formatTimestamp } from '../core/time.js';
 import type { Db } from '../db/database.js';
 import { transaction } from '../db/database.js';
 import type { EventEnvelope } from '../events/store.js';
-import { newId } from '../http/ids.js';
-import { formatTimestamp } from '../http/time.js';
 import { type DeliveryResult, sendDelivery } from './send.js';
 import type { AttemptRecord, WebhookRecord, WebhookStore } from './store.js';
 

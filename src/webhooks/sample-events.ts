@@ -1,6 +1,6 @@
+import { newId } from '../core/ids.js';
+import { formatTimestamp } from '../core/time.js';
 import type { EventType } from '../events/store.js';
-import { newId } from '../http/ids.js';
-import { formatTimestamp } from '../http/time.js';
 
 /**
  * Sample `data` for each event type, shaped exactly as the real events' data, for

@@ -1,9 +1,10 @@
 import { isIP } from 'node:net';
+import type { Actor } from '../core/actor.js';
+import { ApiError, invalidField, notFound } from '../core/errors.js';
+import { newId } from '../core/ids.js';
+import { formatTimestamp } from '../core/time.js';
 import { transaction } from '../db/database.js';
-import { ApiError, invalidField, notFound } from '../http/errors.js';
-import { newId } from '../http/ids.js';
-import { formatTimestamp } from '../http/time.js';
-import type { Actor, State } from '../state.js';
+import type { State } from '../state.js';
 import type { CreateWebhookInput, UpdateWebhookInput } from './schema.js';
 import type { AttemptRecord, WebhookRecord } from './store.js';
 

@@ -1,12 +1,10 @@
 /**
- * The one kind of error the API returns. Domain code throws these; the error handler in
- * `error-handler.ts` turns them (and anything unexpected) into the contract's body:
- * `{"error": {"code", "message", "field"?}}`.
+ * The one kind of error the API returns. Domain code throws these; the HTTP layer turns them (and
+ * anything unexpected) into the contract's body: `{"error": {"code", "message", "field"?}}`.
  */
-import type { ContentfulStatusCode } from 'hono/utils/http-status';
 
-/** Any status with a body; the contract's own are 400, 401, 403, 404, 422, 429 and 500, faults add others. */
-export type ErrorStatus = ContentfulStatusCode;
+/** An HTTP status from 400 to 599: the contract's own, and whatever an injected fault asks for. */
+export type ErrorStatus = number;
 
 export class ApiError extends Error {
   readonly status: ErrorStatus;
@@ -55,3 +53,8 @@ export const missingField = (field: string): ApiError =>
 
 export const invalidParameter = (field: string, message: string): ApiError =>
   new ApiError(400, 'invalid_parameter', message, { field });
+
+/** A setting (a flag, a variable, a file it names) that the sandbox cannot start with. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
