@@ -1,7 +1,7 @@
 import { DEFAULT_ACCOUNT } from './accounts/accounts.js';
 import { type CommandLine, ConfigError, helpText, parseCommandLine } from './config.js';
 import { createLogger } from './logger.js';
-import { ScenarioFileError } from './scenarios/scenario-file.js';
+import { ScenarioFileError } from './scenarios/files.js';
 import { startSandbox } from './server.js';
 
 /** The command line: flags and environment -> config -> open the database -> serve -> banner. */

@@ -8,7 +8,7 @@ import type { Config } from './config.js';
 import { databaseLocation, openDatabase } from './db/database.js';
 import { httpsOriginHost, loadTlsMaterial } from './http/https.js';
 import { createLogger } from './logger.js';
-import { loadScenarios } from './scenarios/scenario-file.js';
+import { loadScenarios } from './scenarios/files.js';
 import { createState, type State, scenarioDirectories } from './state.js';
 
 export interface RunningSandbox {

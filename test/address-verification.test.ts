@@ -1,11 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import type { Address } from '../src/addresses/schema.js';
+import { checkAddress, MAGIC_ADDRESS_VALUES, verifyDestination } from '../src/addresses/verification.js';
 import { ApiError } from '../src/core/errors.js';
-import {
-  checkAddress,
-  MAGIC_ADDRESS_VALUES,
-  verifyDestination,
-} from '../src/shipments/address-verification.js';
-import type { Address } from '../src/shipments/schema.js';
 
 function expectApiError(
   fn: () => unknown,

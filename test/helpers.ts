@@ -5,7 +5,7 @@ import { DEFAULT_ACCOUNT, seedDefaultAccount } from '../src/accounts/accounts.js
 import { createApp } from '../src/app.js';
 import { type Config, testConfig } from '../src/config.js';
 import { openDatabase } from '../src/db/database.js';
-import { loadScenarios } from '../src/scenarios/scenario-file.js';
+import { loadScenarios } from '../src/scenarios/files.js';
 import { createState, type State, scenarioDirectories } from '../src/state.js';
 
 export const DEFAULT_KEY = DEFAULT_ACCOUNT.api_key.value;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { RequestJournal } from '../src/http/journal.js';
+import { RequestJournal } from '../src/journal/journal.js';
 
 const entry = (n: number) => ({
   method: 'GET',

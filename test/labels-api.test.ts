@@ -1,8 +1,8 @@
 import { PDFDocument } from 'pdf-lib';
 import { PNG } from 'pngjs';
 import { describe, expect, it } from 'vitest';
-import { LabelFiles } from '../src/labels/label-files.js';
-import { createLabelRenderer } from '../src/labels/render-pool.js';
+import { LabelFiles } from '../src/labels/files.js';
+import { createLabelRenderer } from '../src/labels/render/pool.js';
 import { carrierOfTrackingNumber } from '../src/labels/tracking-number.js';
 import { createTestSandbox, expectError, type TestSandbox } from './helpers.js';
 

@@ -6,6 +6,7 @@ import { getDocument } from 'pdfjs-dist/legacy/build/pdf.mjs';
 import pngjs from 'pngjs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { prepareZXingModule, type ReadResult, readBarcodes } from 'zxing-wasm/reader';
+import type { Address } from '../src/addresses/schema.js';
 import {
   type BarcodeItem,
   barcodeShapes,
@@ -17,11 +18,10 @@ import {
   SAMPLE_MARK,
   textWidth,
   weightText,
-} from '../src/labels/label-document.js';
-import { renderLabel } from '../src/labels/render.js';
-import { renderZpl } from '../src/labels/render-zpl.js';
+} from '../src/labels/render/document.js';
+import { renderLabel } from '../src/labels/render/index.js';
+import { renderZpl } from '../src/labels/render/zpl.js';
 import { trackingNumberFor } from '../src/labels/tracking-number.js';
-import type { Address } from '../src/shipments/schema.js';
 
 const require = createRequire(import.meta.url);
 

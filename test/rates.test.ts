@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import type { Address, Parcel } from '../src/addresses/schema.js';
 import { ApiError } from '../src/core/errors.js';
 import {
   CARRIERS,
@@ -13,7 +14,6 @@ import {
 } from '../src/rates/carriers.js';
 import { billableGrams, chooseRate, quote, quoteAll, usZone } from '../src/rates/pricing.js';
 import { RateListSchema, RatesRequestSchema } from '../src/rates/schema.js';
-import type { Address, Parcel } from '../src/shipments/schema.js';
 
 const address = (country: string, zip: string): Address => ({
   name: 'Ada Lovelace',

@@ -8,7 +8,7 @@ import {
   parseScenario,
   type Scenario,
   ScenarioFileError,
-} from '../src/scenarios/scenario-file.js';
+} from '../src/scenarios/files.js';
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;

@@ -9,7 +9,7 @@ import { FINISHED_JOB_RETENTION_MS, type Job, Scheduler } from '../src/clock/sch
 import { testConfig } from '../src/config.js';
 import { DAY, formatTimestamp, HOUR, MINUTE } from '../src/core/time.js';
 import { type Db, openDatabase } from '../src/db/database.js';
-import { loadScenarios } from '../src/scenarios/scenario-file.js';
+import { loadScenarios } from '../src/scenarios/files.js';
 import { createState, type State, scenarioDirectories } from '../src/state.js';
 import { capturingLogger } from './helpers.js';
 

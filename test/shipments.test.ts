@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { MAGIC_ADDRESS_VALUES } from '../src/addresses/verification.js';
 import { quoteAll } from '../src/rates/pricing.js';
-import { MAGIC_ADDRESS_VALUES } from '../src/shipments/address-verification.js';
 import type { Shipment } from '../src/shipments/schema.js';
 import {
   createTestSandbox,

@@ -7,7 +7,7 @@ import { newId } from '../src/core/ids.js';
 import { type Db, MEMORY_PAGE_SIZE, openDatabase } from '../src/db/database.js';
 import { MIGRATIONS } from '../src/db/migrations.js';
 import { packBody, storedBody, unpackBody } from '../src/events/packing.js';
-import { listShipments } from '../src/shipments/shipments.js';
+import { listShipments } from '../src/shipments/service.js';
 import { ShipmentStore } from '../src/shipments/store.js';
 import type { State } from '../src/state.js';
 import { WebhookStore } from '../src/webhooks/store.js';

@@ -8,9 +8,9 @@ import { moveClockTo } from '../src/clock/clock.js';
 import { testConfig } from '../src/config.js';
 import { DAY, formatTimestamp, HOUR } from '../src/core/time.js';
 import { openDatabase } from '../src/db/database.js';
-import { loadScenarios } from '../src/scenarios/scenario-file.js';
+import { loadScenarios } from '../src/scenarios/files.js';
+import type { TrackingStatus } from '../src/scenarios/vocabulary.js';
 import { createState, scenarioDirectories } from '../src/state.js';
-import type { TrackingStatus } from '../src/tracking/statuses.js';
 import { planTimeline, type TimelineStep } from '../src/tracking/timeline.js';
 import {
   capturingLogger,

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { testConfig } from '../src/config.js';
 import { DAY, formatTimestamp, HOUR } from '../src/core/time.js';
-import { loadScenarios } from '../src/scenarios/scenario-file.js';
+import { loadScenarios } from '../src/scenarios/files.js';
+import type { TrackingStatus } from '../src/scenarios/vocabulary.js';
 import { scenarioDirectories } from '../src/state.js';
 import { MAGIC_TRACKING_NUMBERS, magicTimeline } from '../src/tracking/magic-numbers.js';
-import type { TrackingStatus } from '../src/tracking/statuses.js';
 import { planTimeline, type TimelineStep } from '../src/tracking/timeline.js';
 import { createTestSandbox, DEFAULT_KEY, expectError, shipmentRequest, type TestSandbox } from './helpers.js';
 

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { BUILTIN_SCENARIOS_DIR, loadScenarios, type Scenario } from '../src/scenarios/scenario-file.js';
+import { BUILTIN_SCENARIOS_DIR, loadScenarios, type Scenario } from '../src/scenarios/files.js';
+import { TRACKING_STATUSES } from '../src/scenarios/vocabulary.js';
+import { carrierGateways, formatLocation, planRoute } from '../src/tracking/journey.js';
 import {
   findMagicTrackingNumber,
   MAGIC_TRACKING_NUMBERS,
   magicTimeline,
 } from '../src/tracking/magic-numbers.js';
-import { carrierGateways, formatLocation, planRoute } from '../src/tracking/route.js';
-import { TRACKING_STATUSES } from '../src/tracking/statuses.js';
 import { estimatedDelivery, planTimeline, type TimelineInput } from '../src/tracking/timeline.js';
 
 const HOUR = 3_600_000;

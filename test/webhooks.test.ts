@@ -7,7 +7,7 @@ import { seedDefaultAccount } from '../src/accounts/accounts.js';
 import { createApp } from '../src/app.js';
 import { testConfig } from '../src/config.js';
 import { openDatabase } from '../src/db/database.js';
-import { loadScenarios } from '../src/scenarios/scenario-file.js';
+import { loadScenarios } from '../src/scenarios/files.js';
 import { createState, scenarioDirectories } from '../src/state.js';
 import { signatureHeader } from '../src/webhooks/signature.js';
 import { capturingLogger, createTestSandbox, DEFAULT_KEY, expectError, type TestSandbox } from './helpers.js';

@@ -13,10 +13,10 @@ import {
   jsonBody,
   jsonResponse,
 } from '../http/router.js';
-import { getShipment } from '../shipments/shipments.js';
+import { getShipment } from '../shipments/service.js';
 import type { State } from '../state.js';
-import { generateLabel, getLabel, labelFileName, presentLabel, voidLabel } from './labels.js';
 import { CreateLabelSchema, LabelSchema, VoidedLabelSchema } from './schema.js';
+import { generateLabel, getLabel, labelFileName, presentLabel, voidLabel } from './service.js';
 
 const IdParam = idParam('lbl_01JD…');
 const FileParam = z.object({

@@ -1,5 +1,5 @@
 import type { Db } from '../db/database.js';
-import type { TrackingStatus } from '../tracking/statuses.js';
+import type { TrackingStatus } from '../scenarios/vocabulary.js';
 
 export type LabelFormat = 'pdf' | 'png' | 'zpl';
 export type LabelSize = '4x6' | '4x8' | 'letter';

@@ -1,6 +1,6 @@
+import type { Address, Parcel } from '../addresses/schema.js';
 import { ApiError } from '../core/errors.js';
 import { money } from '../core/money.js';
-import type { Address, Parcel } from '../shipments/schema.js';
 import { CARRIERS, type Carrier, findCarrier, type RateCard, type Service } from './carriers.js';
 import type { Rate } from './schema.js';
 

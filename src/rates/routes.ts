@@ -1,4 +1,5 @@
 import { createRoute } from '@hono/zod-openapi';
+import { checkAddress, verifyDestination } from '../addresses/verification.js';
 import { requireScope } from '../http/auth.js';
 import {
   BEARER_SECURITY,
@@ -8,7 +9,6 @@ import {
   jsonBody,
   jsonResponse,
 } from '../http/router.js';
-import { checkAddress, verifyDestination } from '../shipments/address-verification.js';
 import type { State } from '../state.js';
 import { quoteAll } from './pricing.js';
 import { RateListSchema, RatesRequestSchema } from './schema.js';

@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi';
+import { AddressSchema, ParcelSchema } from '../addresses/schema.js';
 import { MoneySchema } from '../core/schemas.js';
-import { AddressSchema, ParcelSchema } from '../shipments/schema.js';
 
 export const RateSchema = z
   .object({

@@ -7,7 +7,7 @@ import { newId } from '../core/ids.js';
 import { parseLimit } from '../core/paging.js';
 import { TimestampSchema } from '../core/schemas.js';
 import { formatTimestamp } from '../core/time.js';
-import { defaultFaultCode } from '../faults/faults.js';
+import { defaultFaultCode } from '../faults/middleware.js';
 import type { FaultRule } from '../faults/store.js';
 import {
   BEARER_SECURITY,

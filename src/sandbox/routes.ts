@@ -16,7 +16,7 @@ import {
   jsonResponse,
 } from '../http/router.js';
 import type { State } from '../state.js';
-import { findScenario } from '../tracking/tracking.js';
+import { findScenario } from '../tracking/service.js';
 import {
   AccountCreatedSchema,
   AccountSchema,

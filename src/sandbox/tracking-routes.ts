@@ -18,7 +18,7 @@ import {
   appendCustomEvent,
   labelByTrackingNumber,
   switchScenario,
-} from '../tracking/tracking.js';
+} from '../tracking/service.js';
 
 const security = BEARER_SECURITY;
 const tags = ['Sandbox controls'];

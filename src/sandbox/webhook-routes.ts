@@ -16,7 +16,7 @@ import {
 import type { State } from '../state.js';
 import { sampleEventData } from '../webhooks/sample-events.js';
 import { AttemptListSchema, AttemptSchema } from '../webhooks/schema.js';
-import { getWebhook, presentAttempt } from '../webhooks/webhooks.js';
+import { getWebhook, presentAttempt } from '../webhooks/service.js';
 import { EventSchema } from './schema.js';
 
 const security = BEARER_SECURITY;

@@ -18,7 +18,7 @@ import {
   ShipmentListSchema,
   ShipmentSchema,
 } from './schema.js';
-import { cancelledBody, cancelShipment, createShipment, getShipment, listShipments } from './shipments.js';
+import { cancelledBody, cancelShipment, createShipment, getShipment, listShipments } from './service.js';
 import { presentShipment } from './store.js';
 
 const IdParam = idParam('shp_01JD…');

@@ -1,7 +1,8 @@
+import type { Address, Parcel } from '../addresses/schema.js';
 import type { PagePosition } from '../core/paging.js';
 import { formatTimestamp } from '../core/time.js';
 import type { Db } from '../db/database.js';
-import type { Address, Parcel, Shipment, ShipmentStatus } from './schema.js';
+import type { Shipment, ShipmentStatus } from './schema.js';
 
 /** A shipment as stored: the API shape plus the ordering key and raw times. */
 export interface ShipmentRecord {

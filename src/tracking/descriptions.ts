@@ -1,5 +1,5 @@
-import type { Place, Rng } from './route.js';
-import type { TrackingStatus } from './statuses.js';
+import type { Place, TrackingStatus } from '../scenarios/vocabulary.js';
+import type { Rng } from './journey.js';
 
 /**
  * Carrier-style event descriptions, worded as each carrier's own tracking pages word them, so that a

@@ -1,6 +1,6 @@
-import type { Scenario } from '../scenarios/scenario-file.js';
-import type { Address } from '../shipments/schema.js';
-import type { TrackingStatus } from './statuses.js';
+import type { Address } from '../addresses/schema.js';
+import type { Scenario } from '../scenarios/files.js';
+import type { TrackingStatus } from '../scenarios/vocabulary.js';
 import { estimatedDelivery, planTimeline, type TimelineStep } from './timeline.js';
 
 /**

@@ -10,7 +10,7 @@ import {
 } from '../http/router.js';
 import type { State } from '../state.js';
 import { TrackingNumberParam, TrackingSchema } from './schema.js';
-import { getTracking } from './tracking.js';
+import { getTracking } from './service.js';
 
 export function trackingRoutes(state: State) {
   const router = createRouter();

@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import { TimestampSchema } from '../core/schemas.js';
-import { TRACKING_STATUSES } from './statuses.js';
+import { TRACKING_STATUSES } from '../scenarios/vocabulary.js';
 
 export const TrackingStatusSchema = z.enum(TRACKING_STATUSES);
 

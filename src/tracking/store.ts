@@ -1,5 +1,5 @@
 import type { Db } from '../db/database.js';
-import type { TrackingStatus } from './statuses.js';
+import type { TrackingStatus } from '../scenarios/vocabulary.js';
 
 export interface TrackingEventRecord {
   status: TrackingStatus;

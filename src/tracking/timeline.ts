@@ -4,10 +4,10 @@ import { createHash } from 'node:crypto';
 // every call and drawn from synchronously, so nothing carries over between calls.
 import { faker } from '@faker-js/faker/locale/base';
 import { DAY, MINUTE } from '../core/time.js';
-import type { Scenario, ScenarioStep } from '../scenarios/scenario-file.js';
+import type { Scenario, ScenarioStep } from '../scenarios/files.js';
+import type { Place, TrackingStatus } from '../scenarios/vocabulary.js';
 import { describeStep, fillPlaceholders, type Moment } from './descriptions.js';
-import { type Place, planRoute, type Rng, type RouteAddress } from './route.js';
-import type { TrackingStatus } from './statuses.js';
+import { planRoute, type Rng, type RouteAddress } from './journey.js';
 
 export interface TimelineInput {
   /** The server's seed (`--seed`). */

@@ -18,7 +18,7 @@ import {
   WebhookListSchema,
   WebhookSchema,
 } from './schema.js';
-import { createWebhook, deleteWebhook, getWebhook, presentWebhook, updateWebhook } from './webhooks.js';
+import { createWebhook, deleteWebhook, getWebhook, presentWebhook, updateWebhook } from './service.js';
 
 const IdParam = idParam('wh_01JD…');
 const security = BEARER_SECURITY;

@@ -1,6 +1,6 @@
 import type { MiddlewareHandler } from 'hono';
 import { formatTimestamp } from '../core/time.js';
-import type { AppEnv } from './context.js';
+import type { AppEnv } from '../http/context.js';
 
 export interface JournalEntry {
   method: string;

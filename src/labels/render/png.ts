@@ -11,7 +11,7 @@ import {
   type LabelDocument,
   layoutLabel,
   type TextItem,
-} from './label-document.js';
+} from './document.js';
 
 /**
  * A 203-dpi PNG, one pixel a printer dot, black and white at one bit a pixel as carriers' PNG labels

@@ -7,7 +7,7 @@ import {
   layoutLabel,
   PDF417,
   type TextItem,
-} from './label-document.js';
+} from './document.js';
 
 /**
  * ZPL II for a 203-dpi Zebra printer. Text is UTF-8 (`^CI28`) and every field goes through `^FH`, so

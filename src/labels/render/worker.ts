@@ -1,6 +1,6 @@
 import { worker } from 'workerpool';
-import type { LabelDocument } from './label-document.js';
-import { renderLabel } from './render.js';
+import type { LabelDocument } from './document.js';
+import { renderLabel } from './index.js';
 
 /**
  * A render thread (built to `dist/render-worker.cjs`, see render-pool.ts): one method, `render`,

@@ -5,11 +5,11 @@ import { formatTimestamp } from '../core/time.js';
 import { transaction } from '../db/database.js';
 import type { LabelRecord } from '../labels/store.js';
 import { findService } from '../rates/carriers.js';
-import type { Scenario } from '../scenarios/scenario-file.js';
+import type { Scenario } from '../scenarios/files.js';
+import type { TrackingStatus } from '../scenarios/vocabulary.js';
 import type { ShipmentRecord } from '../shipments/store.js';
 import type { State } from '../state.js';
 import { findMagicTrackingNumber, magicTimeline } from './magic-numbers.js';
-import type { TrackingStatus } from './statuses.js';
 import type { TrackingEventRecord } from './store.js';
 import { estimatedDelivery, planTimeline, type TimelineStep } from './timeline.js';
 

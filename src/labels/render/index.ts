@@ -1,4 +1,4 @@
-import type { LabelDocument, LabelFormat } from './label-document.js';
+import type { LabelDocument, LabelFormat } from './document.js';
 
 export type LabelContentType = 'application/pdf' | 'image/png' | 'application/zpl';
 
@@ -26,15 +26,15 @@ export async function renderLabel(doc: LabelDocument): Promise<RenderedLabel> {
   });
   switch (doc.format) {
     case 'pdf': {
-      const { renderPdf } = await import('./render-pdf.js');
+      const { renderPdf } = await import('./pdf.js');
       return file(await renderPdf(doc));
     }
     case 'png': {
-      const { renderPng } = await import('./render-png.js');
+      const { renderPng } = await import('./png.js');
       return file(await renderPng(doc));
     }
     case 'zpl': {
-      const { renderZpl } = await import('./render-zpl.js');
+      const { renderZpl } = await import('./zpl.js');
       return file(new TextEncoder().encode(renderZpl(doc)));
     }
   }

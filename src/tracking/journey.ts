@@ -1,16 +1,13 @@
 import { z } from 'zod';
+import type { Address } from '../addresses/schema.js';
 import { readJsonFixture } from '../core/fixtures.js';
-import type { Address } from '../shipments/schema.js';
+import type { Place } from '../scenarios/vocabulary.js';
 
 /**
  * The journey of a package: the sender's city, the hubs it is sorted through and the recipient's
  * city, from `fixtures/hubs.json`. Pure: the randomness comes in as `rng`, so a seeded caller gets
  * the same route every time.
  */
-
-/** Where along the route a step happens; scenario files name these in `at`. */
-export const PLACES = ['origin', 'origin_hub', 'transit_hub', 'destination_hub', 'destination'] as const;
-export type Place = (typeof PLACES)[number];
 
 export interface RouteStop {
   place: Place;

@@ -4,8 +4,7 @@ import ms from 'ms';
 import { isNode, LineCounter, parseDocument } from 'yaml';
 import { z } from 'zod';
 import { PROJECT_ROOT } from '../core/fixtures.js';
-import { PLACES, type Place } from '../tracking/route.js';
-import { TRACKING_STATUSES, type TrackingStatus } from '../tracking/statuses.js';
+import { PLACES, type Place, TRACKING_STATUSES, type TrackingStatus } from './vocabulary.js';
 
 /**
  * Scenario files: named tracking timelines, one a file, in YAML or JSON. A bad file stops start-up with

@@ -23,7 +23,7 @@ import {
   POINTS_PER_DOT,
   SAMPLE_MARK,
   type TextItem,
-} from './label-document.js';
+} from './document.js';
 
 /**
  * A one-page PDF of the page size the label asks for. Text is in Helvetica, one of the PDF standard

@@ -1,9 +1,9 @@
 import { createRequire } from 'node:module';
 // The library without its 80 languages' names: only the code tables are needed here.
 import countries from 'i18n-iso-countries/index.js';
-import { formatTimestamp } from '../core/time.js';
-import type { Address, Parcel } from '../shipments/schema.js';
-import type { LABEL_FORMATS, LABEL_SIZES } from './schema.js';
+import type { Address, Parcel } from '../../addresses/schema.js';
+import { formatTimestamp } from '../../core/time.js';
+import type { LABEL_FORMATS, LABEL_SIZES } from '../schema.js';
 
 /**
  * What every label renderer draws from, and the one layout they share. The layout is computed here

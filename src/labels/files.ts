@@ -1,9 +1,9 @@
 import { LRUCache } from 'lru-cache';
 import { carrierName, serviceName } from '../rates/carriers.js';
 import type { ShipmentRecord } from '../shipments/store.js';
-import type { LabelDocument } from './label-document.js';
-import type { RenderedLabel } from './render.js';
-import type { LabelRenderer } from './render-pool.js';
+import type { LabelDocument } from './render/document.js';
+import type { RenderedLabel } from './render/index.js';
+import type { LabelRenderer } from './render/pool.js';
 import type { LabelRecord } from './store.js';
 
 const CACHE_BYTES = 64 * 1024 * 1024;

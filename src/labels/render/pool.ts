@@ -2,8 +2,8 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import type { Pool } from 'workerpool';
-import type { LabelDocument } from './label-document.js';
-import { LABEL_CONTENT_TYPES, type RenderedLabel, renderLabel } from './render.js';
+import type { LabelDocument } from './document.js';
+import { LABEL_CONTENT_TYPES, type RenderedLabel, renderLabel } from './index.js';
 
 export interface LabelRenderer {
   render(doc: LabelDocument): Promise<RenderedLabel>;

@@ -1,13 +1,13 @@
+import { checkAddress, verifyDestination } from '../addresses/verification.js';
 import type { Actor } from '../core/actor.js';
 import { ApiError, invalidParameter, notFound } from '../core/errors.js';
 import { newId } from '../core/ids.js';
 import { decodeCursor, encodeCursor, parseLimit } from '../core/paging.js';
 import { transaction } from '../db/database.js';
-import { voidWithinTransaction } from '../labels/labels.js';
+import { voidWithinTransaction } from '../labels/service.js';
 import { findCarrier } from '../rates/carriers.js';
 import { chooseRate } from '../rates/pricing.js';
 import type { State } from '../state.js';
-import { checkAddress, verifyDestination } from './address-verification.js';
 import { type CreateShipmentInput, ShipmentStatusSchema } from './schema.js';
 import { presentShipment, type ShipmentRecord } from './store.js';
 
