@@ -1,4 +1,4 @@
-import { DEFAULT_ACCOUNT } from './accounts/accounts.js';
+import { DEFAULT_ACCOUNT } from './accounts/default-account.js';
 import { type CommandLine, ConfigError, helpText, parseCommandLine } from './config.js';
 import { createLogger } from './logger.js';
 import { ScenarioFileError } from './scenarios/files.js';

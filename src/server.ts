@@ -2,14 +2,12 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { type ServerType, serve } from '@hono/node-server';
 import type { Logger } from 'pino';
-import { seedDefaultAccount } from './accounts/accounts.js';
-import { createApp } from './app.js';
 import type { Config } from './config.js';
 import { databaseLocation, openDatabase } from './db/database.js';
 import { httpsOriginHost, loadTlsMaterial } from './http/https.js';
 import { createLogger } from './logger.js';
-import { loadScenarios } from './scenarios/files.js';
-import { createState, type State, scenarioDirectories } from './state.js';
+import { loadScenarios, scenarioDirectories } from './scenarios/files.js';
+import { createSandbox, type Sandbox } from './wiring.js';
 
 export interface RunningSandbox {
   /** `http://host:port`, with the port really bound. */
@@ -21,7 +19,7 @@ export interface RunningSandbox {
   cdnUrl: string;
   /** `:memory:` or the database file's path. */
   location: string;
-  state: State;
+  sandbox: Sandbox;
   /** Stops both listeners, then closes the database. */
   close(): Promise<void>;
 }
@@ -32,18 +30,16 @@ export async function startSandbox(
   logger: Logger = createLogger(config.logLevel),
 ): Promise<RunningSandbox> {
   // Scenario files and TLS files first: a bad one stops start-up before anything is opened.
-  const scenarios = loadScenarios(scenarioDirectories(config));
+  const scenarios = loadScenarios(scenarioDirectories(config.scenariosDir));
   const tls = await loadTlsMaterial(config, logger);
   // Clients that trusted an earlier certificate have to trust the new one: worth a line.
   if (tls.source === 'generated' && !config.memory)
     logger.info({ certificatePath: tls.certificatePath }, 'made a new HTTPS certificate for localhost');
   const location = databaseLocation(config);
   const db = openDatabase(location);
-  const state = createState(db, config, logger, scenarios);
-  seedDefaultAccount(state.accounts, Date.now(), config.clockSpeed);
-  const app = createApp(state);
-  state.delivery.resumeInterrupted();
-  await state.scheduler.start();
+  const sandbox = createSandbox({ db, config, logger, scenarios });
+  const { app } = sandbox;
+  await sandbox.start();
 
   const servers: ServerType[] = [];
   const listen = (options: Parameters<typeof serve>[0], what: string, flag: string, port: number) =>
@@ -66,8 +62,7 @@ export async function startSandbox(
       ),
     );
   const release = async () => {
-    await state.scheduler.stop();
-    await state.labelFiles.close();
+    await sandbox.stop();
     db.close();
     tls.dispose();
   };
@@ -109,7 +104,7 @@ export async function startSandbox(
     certificatePath: tls.certificatePath,
     cdnUrl: config.cdnUrl ?? `${origin}/cdn`,
     location,
-    state,
+    sandbox,
     close() {
       closing ??= stopServers().then(release);
       return closing;

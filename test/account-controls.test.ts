@@ -296,7 +296,7 @@ describe('/_sandbox/reset', () => {
       expect(
         sandbox.db
           .prepare('SELECT count(*) AS n FROM jobs WHERE account_id = ?')
-          .get(sandbox.state.accounts.findByKey(DEFAULT_KEY)!.account.id),
+          .get(sandbox.stores.accounts.findByKey(DEFAULT_KEY)!.account.id),
       ).toEqual({ n: 0 });
       expectError(await sandbox.call('GET', `/v1/shipments/${shipment.id}`), 404, 'not_found');
       expect((await sandbox.call('GET', '/v1/shipments', { key: extraKey })).status).toBe(200);

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_ACCOUNT } from '../src/accounts/accounts.js';
+import { DEFAULT_ACCOUNT } from '../src/accounts/default-account.js';
 import type { Scope } from '../src/core/actor.js';
 import { newId } from '../src/core/ids.js';
 import { createTestSandbox, DEFAULT_KEY, expectError, shipmentRequest, type TestSandbox } from './helpers.js';
@@ -18,7 +18,7 @@ const RATES_REQUEST = {
 /** A new key of the default account limited to `scopes`; returns its value. */
 function restrictedKey(sandbox: TestSandbox, scopes: Scope[]): string {
   const value = `svc_test_${randomBytes(16).toString('hex')}`;
-  sandbox.state.accounts.insertApiKey(
+  sandbox.stores.accounts.insertApiKey(
     {
       id: newId('key', sandbox.wall.now),
       accountId: DEFAULT_ACCOUNT.id,
@@ -99,10 +99,10 @@ describe('authentication', () => {
     const key = restrictedKey(sandbox, ['shipments:read', 'shipments:write']);
     expect((await sandbox.call('GET', '/v1/shipments', { key })).status).toBe(200);
 
-    const other = sandbox.state.accounts
+    const other = sandbox.stores.accounts
       .keys(DEFAULT_ACCOUNT.id)
       .find((k) => k.id !== DEFAULT_ACCOUNT.api_key.id);
-    const revoked = sandbox.state.accounts.revokeKey(DEFAULT_ACCOUNT.id, other!.id, sandbox.wall.now);
+    const revoked = sandbox.stores.accounts.revokeKey(DEFAULT_ACCOUNT.id, other!.id, sandbox.wall.now);
     expect(revoked?.revokedAt).toBe(sandbox.wall.now);
 
     expectError(await sandbox.call('GET', '/v1/shipments', { key }), 401, 'invalid_api_key');
@@ -117,7 +117,7 @@ describe('authentication', () => {
   it('answers 401 invalid_api_key to the default key once it is revoked', async () => {
     const sandbox = createTestSandbox();
     await createShipment(sandbox);
-    sandbox.state.accounts.revokeKey(DEFAULT_ACCOUNT.id, DEFAULT_ACCOUNT.api_key.id, sandbox.wall.now);
+    sandbox.stores.accounts.revokeKey(DEFAULT_ACCOUNT.id, DEFAULT_ACCOUNT.api_key.id, sandbox.wall.now);
     expectError(await sandbox.call('GET', '/v1/shipments'), 401, 'invalid_api_key');
   });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { clockNow, configureClock, moveClockTo, parseDuration, startClock } from '../src/clock/clock.js';
+import { clockNow, configureClock, moveClockTo, parseDuration, startClock } from '../src/core/clock.js';
 import { ApiError } from '../src/core/errors.js';
 import { formatTimestamp } from '../src/core/time.js';
 

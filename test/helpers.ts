@@ -1,17 +1,16 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { expect } from 'vitest';
-import { DEFAULT_ACCOUNT, seedDefaultAccount } from '../src/accounts/accounts.js';
-import { createApp } from '../src/app.js';
+import { DEFAULT_ACCOUNT } from '../src/accounts/default-account.js';
 import { type Config, testConfig } from '../src/config.js';
 import { openDatabase } from '../src/db/database.js';
-import { loadScenarios } from '../src/scenarios/files.js';
-import { createState, type State, scenarioDirectories } from '../src/state.js';
+import { loadScenarios, scenarioDirectories } from '../src/scenarios/files.js';
+import { createSandbox } from '../src/wiring.js';
 
 export const DEFAULT_KEY = DEFAULT_ACCOUNT.api_key.value;
 
 /** Loaded once per test file: every sandbox of the file shares them. */
-const BUILTIN_SCENARIOS = loadScenarios(scenarioDirectories(testConfig()));
+const BUILTIN_SCENARIOS = loadScenarios(scenarioDirectories(undefined));
 
 /** A logger whose lines tests can read. */
 export function capturingLogger() {
@@ -35,10 +34,11 @@ export function createTestSandbox(overrides: Partial<Config> = {}) {
   const db = openDatabase(':memory:');
   const wall = { now: Date.UTC(2026, 10, 22, 8, 0, 0) };
   const { logger, lines } = capturingLogger();
-  const scenarios = config.scenariosDir ? loadScenarios(scenarioDirectories(config)) : BUILTIN_SCENARIOS;
-  const state: State = createState(db, config, logger, scenarios, () => wall.now);
-  seedDefaultAccount(state.accounts, wall.now, config.clockSpeed);
-  const app = createApp(state);
+  const scenarios = config.scenariosDir
+    ? loadScenarios(scenarioDirectories(config.scenariosDir))
+    : BUILTIN_SCENARIOS;
+  const sandbox = createSandbox({ db, config, logger, scenarios, realNow: () => wall.now });
+  const { app } = sandbox;
 
   async function call(
     method: string,
@@ -79,7 +79,20 @@ export function createTestSandbox(overrides: Partial<Config> = {}) {
     return response.json as { id: string; carrier: string; rate: { amount: string; currency: string } };
   }
 
-  return { app, state, db, config, wall, logLines: lines, call, newAccount, newShipment };
+  const { stores, services, scheduler } = sandbox;
+  return {
+    app,
+    db,
+    stores,
+    services,
+    scheduler,
+    config,
+    wall,
+    logLines: lines,
+    call,
+    newAccount,
+    newShipment,
+  };
 }
 
 export type TestSandbox = ReturnType<typeof createTestSandbox>;

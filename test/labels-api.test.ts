@@ -1,6 +1,7 @@
 import { PDFDocument } from 'pdf-lib';
 import { PNG } from 'pngjs';
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_ACCOUNT } from '../src/accounts/default-account.js';
 import { LabelFiles } from '../src/labels/files.js';
 import { createLabelRenderer } from '../src/labels/render/pool.js';
 import { carrierOfTrackingNumber } from '../src/labels/tracking-number.js';
@@ -169,8 +170,10 @@ describe('label files', () => {
     const sandbox = createTestSandbox();
     const { label } = await labelFor(sandbox, { format: 'png' });
     const first = (await sandbox.call('GET', `/v1/labels/${label.id}/download`)).bytes;
-    sandbox.state.labelFiles = new LabelFiles(createLabelRenderer(0));
-    const second = (await sandbox.call('GET', `/v1/labels/${label.id}/download`)).bytes;
+    // A fresh cache, as after a restart: the file is rendered again from the label and its shipment.
+    const record = sandbox.stores.labels.find(DEFAULT_ACCOUNT.id, label.id)!;
+    const shipment = sandbox.stores.shipments.find(DEFAULT_ACCOUNT.id, record.shipmentId)!;
+    const second = (await new LabelFiles(createLabelRenderer(0)).get(record, shipment)).bytes;
     expect(Buffer.from(second).equals(Buffer.from(first))).toBe(true);
   });
 
@@ -270,7 +273,7 @@ describe('DELETE /v1/labels/:id', () => {
   it('refuses a label the carrier has scanned', async () => {
     const sandbox = createTestSandbox();
     const { label } = await labelFor(sandbox);
-    sandbox.state.labels.markScanned(label.id, sandbox.wall.now);
+    sandbox.stores.labels.markScanned(label.id, sandbox.wall.now);
     expectError(await sandbox.call('DELETE', `/v1/labels/${label.id}`), 422, 'label_already_scanned');
     expect((await sandbox.call('GET', `/v1/labels/${label.id}`)).json.status).toBe('active');
   });

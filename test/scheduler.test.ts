@@ -2,15 +2,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createAccount, DEFAULT_ACCOUNT, seedDefaultAccount } from '../src/accounts/accounts.js';
+import { DEFAULT_ACCOUNT } from '../src/accounts/default-account.js';
+import { AccountService } from '../src/accounts/service.js';
 import { AccountStore } from '../src/accounts/store.js';
-import { advanceClock, setClock } from '../src/clock/account-clock.js';
-import { FINISHED_JOB_RETENTION_MS, type Job, Scheduler } from '../src/clock/scheduler.js';
 import { testConfig } from '../src/config.js';
 import { DAY, formatTimestamp, HOUR, MINUTE } from '../src/core/time.js';
 import { type Db, openDatabase } from '../src/db/database.js';
-import { loadScenarios } from '../src/scenarios/files.js';
-import { createState, type State, scenarioDirectories } from '../src/state.js';
+import { loadScenarios, scenarioDirectories } from '../src/scenarios/files.js';
+import { FINISHED_JOB_RETENTION_MS, type Job, Scheduler } from '../src/scheduler/scheduler.js';
+import { createSandbox, type Sandbox } from '../src/wiring.js';
 import { capturingLogger } from './helpers.js';
 
 const T0 = Date.UTC(2026, 10, 22, 8, 0, 0);
@@ -22,10 +22,23 @@ function setup() {
   const db = openDatabase(':memory:');
   const accounts = new AccountStore(db);
   const wall = { now: T0 };
-  seedDefaultAccount(accounts, T0, 1);
-  const other = createAccount(accounts, {}, T0, 1).account.id;
+  const service = new AccountService({
+    store: accounts,
+    clockSpeed: 1,
+    serverRetryLadder: [],
+    serverEnforcesRateLimits: true,
+    checkScenario: () => {},
+    realNow: () => T0,
+  });
+  service.seedDefaultAccount();
+  const other = service.createAccount({}).account.id;
   const { logger, lines } = capturingLogger();
-  const scheduler = new Scheduler(db, accounts, logger, () => wall.now);
+  const scheduler = new Scheduler(
+    db,
+    (id) => accounts.find(id)?.clock,
+    logger,
+    () => wall.now,
+  );
   /** What the handlers saw, in the order they ran. */
   const seen: { subject: string; dueAt: number; accountId: string }[] = [];
   scheduler.register<{ note?: string }>(KIND, (job) => {
@@ -228,7 +241,12 @@ describe('Scheduler.runDue', () => {
   it("serialises an account's runs: two overlapping runs never interleave or repeat a job", async () => {
     const { scheduler, db, accounts, other } = setup();
     const trace: string[] = [];
-    const slow = new Scheduler(db, accounts, capturingLogger().logger, () => T0);
+    const slow = new Scheduler(
+      db,
+      (id) => accounts.find(id)?.clock,
+      capturingLogger().logger,
+      () => T0,
+    );
     slow.register(KIND, async (job: Job) => {
       trace.push(`start ${job.subject}`);
       await new Promise((resolve) => setImmediate(resolve));
@@ -265,15 +283,14 @@ describe('advanceClock', () => {
   function stateWithJobs() {
     const wall = { now: T0 };
     const config = testConfig();
-    const state = createState(
-      openDatabase(':memory:'),
+    const state = createSandbox({
+      db: openDatabase(':memory:'),
       config,
-      capturingLogger().logger,
-      loadScenarios(scenarioDirectories(config)),
-      () => wall.now,
-    );
-    seedDefaultAccount(state.accounts, T0, 1);
-    setClock(state, ACCOUNT, { frozen: true }, T0);
+      logger: capturingLogger().logger,
+      scenarios: loadScenarios(scenarioDirectories(undefined)),
+      realNow: () => wall.now,
+    });
+    state.services.clock.set(ACCOUNT, { frozen: true });
     const seen: number[] = [];
     state.scheduler.register(KIND, (job) => {
       seen.push(job.dueAt);
@@ -289,29 +306,31 @@ describe('advanceClock', () => {
         now: T0,
       });
     }
-    return { state, wall, seen };
+    return { state, seen };
   }
 
   it('moves the clock and answers once every job due on the way has run', async () => {
-    const { state, wall, seen } = stateWithJobs();
-    const answer = await advanceClock(state, ACCOUNT, { by: '2h' }, () => wall.now);
+    const { state, seen } = stateWithJobs();
+    const answer = await state.services.clock.advance(ACCOUNT, { by: '2h' });
     expect(seen).toEqual([T0 + HOUR, T0 + 2 * HOUR]);
     expect(answer.now).toBe('2026-11-22T10:00:00Z');
     expect(answer.ran.map((job) => job.due_at)).toEqual(['2026-11-22T09:00:00Z', '2026-11-22T10:00:00Z']);
   });
 
   it('never moves the clock backwards when two advances overlap', async () => {
-    const { state, wall, seen } = stateWithJobs();
+    const { state, seen } = stateWithJobs();
     // Both read the clock at 08:00; the longer one gets the account's turn first.
     const [long, short] = await Promise.all([
-      advanceClock(state, ACCOUNT, { by: '2h' }, () => wall.now),
-      advanceClock(state, ACCOUNT, { to: '2026-11-22T09:00:00Z' }, () => wall.now),
+      state.services.clock.advance(ACCOUNT, { by: '2h' }),
+      state.services.clock.advance(ACCOUNT, { to: '2026-11-22T09:00:00Z' }),
     ]);
     expect(long.now).toBe('2026-11-22T10:00:00Z');
     expect(short).toMatchObject({ now: '2026-11-22T10:00:00Z', ran: [] });
-    expect(formatTimestamp(state.accounts.find(ACCOUNT)!.clock.anchorVirtual)).toBe('2026-11-22T10:00:00Z');
+    expect(formatTimestamp(state.stores.accounts.find(ACCOUNT)!.clock.anchorVirtual)).toBe(
+      '2026-11-22T10:00:00Z',
+    );
     expect(seen).toEqual([T0 + HOUR, T0 + 2 * HOUR]);
-    const next = await advanceClock(state, ACCOUNT, { by: '1h' }, () => wall.now);
+    const next = await state.services.clock.advance(ACCOUNT, { by: '1h' });
     expect(next.now).toBe('2026-11-22T11:00:00Z');
     expect(seen).toEqual([T0 + HOUR, T0 + 2 * HOUR, T0 + 3 * HOUR]);
   });
@@ -326,14 +345,13 @@ describe('the durable scheduler across a restart', () => {
   function openState(file: string, wall: { now: number }) {
     const config = testConfig();
     const db = openDatabase(file);
-    const state = createState(
+    const state = createSandbox({
       db,
       config,
-      capturingLogger().logger,
-      loadScenarios(scenarioDirectories(config)),
-      () => wall.now,
-    );
-    seedDefaultAccount(state.accounts, wall.now, 1);
+      logger: capturingLogger().logger,
+      scenarios: loadScenarios(scenarioDirectories(undefined)),
+      realNow: () => wall.now,
+    });
     const seen: { subject: string; dueAt: number }[] = [];
     state.scheduler.register(KIND, (job) => {
       seen.push({ subject: job.subject, dueAt: job.dueAt });
@@ -359,7 +377,7 @@ describe('the durable scheduler across a restart', () => {
     const wall = { now: T0 };
 
     const first = openState(file, wall);
-    const schedule = (state: State, subject: string, dueAt: number) =>
+    const schedule = (state: Sandbox, subject: string, dueAt: number) =>
       state.scheduler.schedule({ accountId: ACCOUNT, kind: KIND, subject, payload: {}, dueAt, now: T0 });
     schedule(first.state, 'crashed', T0 + HOUR);
     schedule(first.state, 'overdue', T0 + 2 * HOUR);

@@ -7,10 +7,9 @@ import { newId } from '../src/core/ids.js';
 import { type Db, MEMORY_PAGE_SIZE, openDatabase } from '../src/db/database.js';
 import { MIGRATIONS } from '../src/db/migrations.js';
 import { packBody, storedBody, unpackBody } from '../src/events/packing.js';
-import { listShipments } from '../src/shipments/service.js';
+import { EventStore } from '../src/events/store.js';
+import { ShipmentService } from '../src/shipments/service.js';
 import { ShipmentStore } from '../src/shipments/store.js';
-import type { State } from '../src/state.js';
-import { WebhookStore } from '../src/webhooks/store.js';
 import { createTestSandbox, PARCEL, US_DESTINATION, US_ORIGIN } from './helpers.js';
 
 const T0 = Date.UTC(2026, 10, 22, 8, 0, 0);
@@ -116,7 +115,7 @@ describe('event bodies, packed', () => {
     const listed = await sandbox.call('GET', '/_sandbox/events');
     expect(listed.json.data[0]).toMatchObject({ id: row?.id, event: 'shipment.created', data: shipment });
     // What a webhook sends: the envelope exactly as it was serialised when recorded.
-    expect(sandbox.state.webhooks.eventBody(row?.id as string)).toBe(JSON.stringify(listed.json.data[0]));
+    expect(sandbox.stores.events.body(row?.id as string)).toBe(JSON.stringify(listed.json.data[0]));
   });
 
   it('written before packing (text in `body`) are still read as they are', async () => {
@@ -130,7 +129,7 @@ describe('event bodies, packed', () => {
         "INSERT INTO events (id, account_id, type, created_at, body) VALUES ('evt_legacy', ?, 'shipment.cancelled', ?, ?)",
       )
       .run(account, T0, legacy);
-    expect(sandbox.state.webhooks.eventBody('evt_legacy')).toBe(legacy);
+    expect(sandbox.stores.events.body('evt_legacy')).toBe(legacy);
     const listed = await sandbox.call('GET', '/_sandbox/events');
     expect(listed.json.data).toEqual([JSON.parse(legacy)]);
   });
@@ -181,7 +180,12 @@ describe('schema 7 (smaller indexes)', () => {
       return prepare(sql);
     }) as Db['prepare']);
 
-    const state = { db, shipments: store } as unknown as State;
+    const shipments = new ShipmentService({
+      db,
+      store,
+      events: new EventStore(db),
+      voidLabelOnCancel: (_actor, shipment) => shipment,
+    });
     const actor = { accountId, now: T0 };
     const all = db
       .prepare('SELECT id, status, carrier FROM shipments ORDER BY created_at DESC, seq DESC')
@@ -199,7 +203,7 @@ describe('schema 7 (smaller indexes)', () => {
       const seen: string[] = [];
       let cursor: string | undefined;
       do {
-        const page = listShipments(state, actor, { ...filter, limit: '100', cursor });
+        const page = shipments.list(actor, { ...filter, limit: '100', cursor });
         seen.push(...page.data.map((s) => s.id));
         expect(page.meta.total).toBe(expected.length);
         cursor = page.meta.cursor ?? undefined;
@@ -274,7 +278,7 @@ describe('schema 7 (smaller indexes)', () => {
     try {
       expect(db.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length);
       expect(db.prepare('SELECT count(*) FROM shipments').pluck().get()).toBe(50);
-      expect(new WebhookStore(db).eventBody('evt_old')).toBe(body);
+      expect(new EventStore(db).body('evt_old')).toBe(body);
       const definition = (name: string) =>
         db.prepare("SELECT sql FROM sqlite_schema WHERE type = 'index' AND name = ?").pluck().get(name);
       expect(definition('shipments_page')).toBe(

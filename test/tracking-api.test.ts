@@ -2,16 +2,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { DEFAULT_ACCOUNT, seedDefaultAccount } from '../src/accounts/accounts.js';
-import { createApp } from '../src/app.js';
-import { moveClockTo } from '../src/clock/clock.js';
+import { DEFAULT_ACCOUNT } from '../src/accounts/default-account.js';
 import { testConfig } from '../src/config.js';
+import { moveClockTo } from '../src/core/clock.js';
 import { DAY, formatTimestamp, HOUR } from '../src/core/time.js';
 import { openDatabase } from '../src/db/database.js';
-import { loadScenarios } from '../src/scenarios/files.js';
+import { loadScenarios, scenarioDirectories } from '../src/scenarios/files.js';
 import type { TrackingStatus } from '../src/scenarios/vocabulary.js';
-import { createState, scenarioDirectories } from '../src/state.js';
 import { planTimeline, type TimelineStep } from '../src/tracking/timeline.js';
+import { createSandbox } from '../src/wiring.js';
 import {
   capturingLogger,
   createTestSandbox,
@@ -22,7 +21,7 @@ import {
 } from './helpers.js';
 
 const T0 = Date.UTC(2026, 10, 22, 8, 0, 0);
-const SCENARIOS = loadScenarios(scenarioDirectories(testConfig()));
+const SCENARIOS = loadScenarios(scenarioDirectories(undefined));
 const LOCATION = /^[^,]+(, [A-Z]{2,3})?, [A-Z]{2}$/;
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/;
 
@@ -285,20 +284,20 @@ describe('the clock drives tracking', () => {
 
   it('plays the same timeline on a running clock, once the scheduler runs what fell due', async () => {
     const sandbox = createTestSandbox();
-    const { call, state, wall } = sandbox;
+    const { call, scheduler, wall } = sandbox;
     await call('POST', '/_sandbox/clock', { body: { speed: 3600 } });
     const { label, plan } = await labelled(call);
     // 40 seconds of real time at 3600x: 40 hours on the account's clock.
     wall.now += 40_000;
-    await state.scheduler.start();
-    await state.scheduler.stop();
+    await scheduler.start();
+    await scheduler.stop();
     const happened = plan.filter((step) => step.occurredAt <= T0 + 40 * HOUR);
     expect(happened.length).toBeGreaterThan(2);
     expect(happened.length).toBeLessThan(plan.length);
     expect((await track(call, label.tracking_number)).events).toEqual(shown(happened));
     wall.now += 60_000;
-    await state.scheduler.start();
-    await state.scheduler.stop();
+    await scheduler.start();
+    await scheduler.stop();
     expect((await track(call, label.tracking_number)).events).toEqual(shown(plan));
   });
 
@@ -516,9 +515,14 @@ describe('a restart', () => {
   function open(file: string, wall: { now: number }) {
     const config = testConfig();
     const db = openDatabase(file);
-    const state = createState(db, config, capturingLogger().logger, SCENARIOS, () => wall.now);
-    seedDefaultAccount(state.accounts, wall.now, config.clockSpeed);
-    const app = createApp(state);
+    const state = createSandbox({
+      db,
+      config,
+      logger: capturingLogger().logger,
+      scenarios: SCENARIOS,
+      realNow: () => wall.now,
+    });
+    const { app } = state;
     const call: Call = async (method, target, options = {}) => {
       const headers: Record<string, string> = { authorization: `Bearer ${options.key ?? DEFAULT_KEY}` };
       if (options.body !== undefined) headers['content-type'] = 'application/json';
@@ -577,8 +581,8 @@ describe('a restart', () => {
 
     const after = open(file, wall);
     // The account's clock is moved while nothing runs: two days of steps are overdue.
-    const account = after.state.accounts.find(DEFAULT_ACCOUNT.id)!;
-    after.state.accounts.saveClock(account.id, moveClockTo(account.clock, T0 + 2 * DAY, wall.now));
+    const account = after.state.stores.accounts.find(DEFAULT_ACCOUNT.id)!;
+    after.state.stores.accounts.saveClock(account.id, moveClockTo(account.clock, T0 + 2 * DAY, wall.now));
     expect((await track(after.call, label.tracking_number)).events).toHaveLength(1);
     await after.state.scheduler.start();
     await after.state.scheduler.stop();

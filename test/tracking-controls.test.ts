@@ -1,16 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { testConfig } from '../src/config.js';
 import { DAY, formatTimestamp, HOUR } from '../src/core/time.js';
-import { loadScenarios } from '../src/scenarios/files.js';
+import { loadScenarios, scenarioDirectories } from '../src/scenarios/files.js';
 import type { TrackingStatus } from '../src/scenarios/vocabulary.js';
-import { scenarioDirectories } from '../src/state.js';
+
 import { MAGIC_TRACKING_NUMBERS, magicTimeline } from '../src/tracking/magic-numbers.js';
 import { planTimeline, type TimelineStep } from '../src/tracking/timeline.js';
 import { createTestSandbox, DEFAULT_KEY, expectError, shipmentRequest, type TestSandbox } from './helpers.js';
 
 const T0 = Date.UTC(2026, 10, 22, 8, 0, 0);
 const NOW = formatTimestamp(T0);
-const SCENARIOS = loadScenarios(scenarioDirectories(testConfig()));
+const SCENARIOS = loadScenarios(scenarioDirectories(undefined));
 const LOCATION = /^[^,]+(, [A-Z]{2,3})?, [A-Z]{2}$/;
 
 type Call = TestSandbox['call'];

@@ -3,13 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { verify } from '@octokit/webhooks-methods';
 import { afterEach, describe, expect, it } from 'vitest';
-import { seedDefaultAccount } from '../src/accounts/accounts.js';
-import { createApp } from '../src/app.js';
 import { testConfig } from '../src/config.js';
 import { openDatabase } from '../src/db/database.js';
-import { loadScenarios } from '../src/scenarios/files.js';
-import { createState, scenarioDirectories } from '../src/state.js';
+import { loadScenarios, scenarioDirectories } from '../src/scenarios/files.js';
 import { signatureHeader } from '../src/webhooks/signature.js';
+import { createSandbox } from '../src/wiring.js';
 import { capturingLogger, createTestSandbox, DEFAULT_KEY, expectError, type TestSandbox } from './helpers.js';
 import { closedPortUrl, type Reply, startReceiver } from './receiver.js';
 
@@ -143,10 +141,10 @@ describe('registration', () => {
     expect((await sandbox.call('GET', '/v1/webhooks', { key: other })).json.data).toEqual([]);
 
     const readOnly = 'svc_test_0123456789abcdef0123456789abcdef';
-    sandbox.state.accounts.insertApiKey(
+    sandbox.stores.accounts.insertApiKey(
       {
         id: 'key_01JSANDBXRE0D0NLYKEY000001',
-        accountId: sandbox.state.accounts.findByKey(DEFAULT_KEY)!.account.id,
+        accountId: sandbox.stores.accounts.findByKey(DEFAULT_KEY)!.account.id,
         name: 'ro',
         scopes: ['shipments:read'],
         createdAt: 0,
@@ -437,15 +435,14 @@ describe('crash safety', () => {
     const config = testConfig();
     const db = openDatabase(file);
     const wall = { now: Date.UTC(2026, 10, 22, 8, 0, 0) };
-    const state = createState(
+    const state = createSandbox({
       db,
       config,
-      capturingLogger().logger,
-      loadScenarios(scenarioDirectories(config)),
-      () => wall.now,
-    );
-    seedDefaultAccount(state.accounts, wall.now, 1);
-    const app = createApp(state);
+      logger: capturingLogger().logger,
+      scenarios: loadScenarios(scenarioDirectories(undefined)),
+      realNow: () => wall.now,
+    });
+    const { app } = state;
     const call = async (method: string, path: string, body?: unknown) => {
       const response = await app.request(path, {
         method,
@@ -494,20 +491,17 @@ describe('crash safety', () => {
         "UPDATE webhook_attempts SET status = 'sending', sent_at = scheduled_at WHERE status = 'scheduled' AND attempt = 0",
       )
       .run();
-    first.db
-      .prepare(
-        "UPDATE jobs SET state = 'done' WHERE kind = 'webhook.attempt' AND state = 'pending' AND due_at <= (SELECT clock_anchor_virtual FROM accounts LIMIT 1)",
-      )
-      .run();
     first.db.close();
 
     target.reply([200]);
     const second = open(file);
     const resent = target.nextRequest();
-    second.state.delivery.resumeInterrupted();
+    second.state.services.delivery.resumeInterrupted();
     const request = await resent;
     expect(JSON.parse(request.body.toString()).event).toBe('shipment.cancelled');
-    await second.state.delivery.settled(second.state.accounts.findByKey(DEFAULT_KEY)!.account.id);
+    await second.state.services.delivery.settled(
+      second.state.stores.accounts.findByKey(DEFAULT_KEY)!.account.id,
+    );
 
     // The first event's retry, scheduled before the restart, still fires at its due time.
     await second.call('POST', '/_sandbox/clock/advance', { by: 59 });

@@ -1,5 +1,5 @@
-import type { ClockState } from '../clock/clock.js';
 import type { Scope } from '../core/actor.js';
+import type { ClockState } from '../core/clock.js';
 import type { Db } from '../db/database.js';
 import { hashKey } from './keys.js';
 import type { Plan } from './plans.js';

@@ -9,9 +9,9 @@
 import countries from 'i18n-iso-countries/index.js';
 import { postcodeValidator, postcodeValidatorExistsForCountry } from 'postcode-validator';
 import { z } from 'zod';
-import type { Address } from '../addresses/schema.js';
 import { ApiError } from '../core/errors.js';
 import { readJsonFixture } from '../core/fixtures.js';
+import type { Address } from './schema.js';
 
 const US_STATE_CODES = [
   ...['AL', 'AK', 'AZ', 'AR', 'CA', 'CO', 'CT', 'DE', 'DC', 'FL', 'GA', 'HI', 'ID', 'IL', 'IN', 'IA', 'KS'],

@@ -245,4 +245,14 @@ export const MIGRATIONS: readonly string[] = [
   -- this index that was a scan of every account's attempts for each event.
   CREATE INDEX webhook_attempts_by_event ON webhook_attempts (event_id);
   `,
+  /* 9: webhook attempts are due work of their own; the delivery log names its event's type itself */ `
+  -- A delivery attempt is the scheduler's due work as it stands (src/webhooks/delivery.ts reads the
+  -- attempts due): the job that used to mirror each one, with a state of its own, is gone.
+  DELETE FROM jobs WHERE kind = 'webhook.attempt';
+  CREATE INDEX webhook_attempts_due ON webhook_attempts (account_id, scheduled_at) WHERE status = 'scheduled';
+
+  -- The event's type, so that reading the delivery log needs no other module's table.
+  ALTER TABLE webhook_attempts ADD COLUMN event_type TEXT NOT NULL DEFAULT '';
+  UPDATE webhook_attempts SET event_type = (SELECT type FROM events WHERE events.id = webhook_attempts.event_id);
+  `,
 ];

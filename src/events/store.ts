@@ -1,38 +1,33 @@
 import { newId } from '../core/ids.js';
+import type { JsonText } from '../core/json.js';
 import { formatTimestamp } from '../core/time.js';
 import type { Db } from '../db/database.js';
 import { packBody, storedBody } from './packing.js';
-
-/** The event names of the specification. */
-export const EVENT_TYPES = [
-  'shipment.created',
-  'shipment.cancelled',
-  'label.generated',
-  'label.voided',
-  'tracking.updated',
-  'tracking.delivered',
-  'tracking.exception',
-] as const;
-export type EventType = (typeof EVENT_TYPES)[number];
+import type { EventEnvelope, EventType } from './schema.js';
 
 type StoredBody = { body: string; packed: Buffer | null };
 
-/** The envelope of the specification, exactly as a webhook receiver gets it. */
-export interface EventEnvelope {
+/** An event as recorded: its envelope's exact bytes, which every webhook and every retry sends. */
+export interface RecordedEvent {
   id: string;
-  event: EventType;
-  created_at: string;
-  data: unknown;
+  accountId: string;
+  type: EventType;
+  createdAt: number;
+  body: JsonText<EventEnvelope>;
 }
 
 /**
- * The account's event log. Callers record events inside the transaction of the change that caused
- * them, so an answered change always has its event and a failed one never does.
+ * The account's event log (the `events` table). Callers record events inside the transaction of the
+ * change that caused them, so an answered change always has its event and a failed one never does;
+ * subscribers (the webhook outbox) hear of each event in that same transaction.
  */
 export class EventStore {
   private readonly insert;
   private readonly selectRecent;
   private readonly selectRecentOfType;
+  private readonly selectBody;
+  private readonly deleteAccountStatement;
+  private readonly subscribers: ((event: RecordedEvent) => void)[] = [];
 
   constructor(db: Db) {
     this.insert = db.prepare(
@@ -45,35 +40,48 @@ export class EventStore {
     this.selectRecentOfType = db.prepare<[string, string, number], StoredBody>(
       'SELECT body, packed FROM events WHERE account_id = ? AND type = ? ORDER BY seq DESC LIMIT ?',
     );
+    this.selectBody = db.prepare<[string], StoredBody>('SELECT body, packed FROM events WHERE id = ?');
+    this.deleteAccountStatement = db.prepare('DELETE FROM events WHERE account_id = ?');
   }
 
-  /** Who else must hear of each event, in the same transaction: the webhook outbox. */
-  private listener: ((accountId: string, envelope: EventEnvelope, now: number) => void) | undefined;
-
-  onRecorded(listener: (accountId: string, envelope: EventEnvelope, now: number) => void): void {
-    this.listener = listener;
+  /** Hears of every event recorded, inside the transaction that records it. */
+  subscribe(subscriber: (event: RecordedEvent) => void): void {
+    this.subscribers.push(subscriber);
   }
 
-  record(accountId: string, type: EventType, data: unknown, now: number): EventEnvelope {
-    const envelope: EventEnvelope = {
-      id: newId('evt', now),
-      event: type,
-      created_at: formatTimestamp(now),
-      data,
-    };
-    // Serialised once: these exact bytes are what every webhook and every retry sends (stored
-    // deflated, see packing.ts).
-    const packed = packBody(JSON.stringify(envelope));
-    this.insert.run({ id: envelope.id, accountId, type, createdAt: now, packed });
-    this.listener?.(accountId, envelope, now);
-    return envelope;
+  /**
+   * Records an event whose `data` is already JSON text (often the very text the API answers with), so
+   * the envelope is written around it rather than serialised again.
+   */
+  record(accountId: string, type: EventType, data: JsonText<unknown>, now: number): RecordedEvent {
+    const id = newId('evt', now);
+    const body = `{"id":${JSON.stringify(id)},"event":${JSON.stringify(type)},"created_at":${JSON.stringify(
+      formatTimestamp(now),
+    )},"data":${data}}` as JsonText<EventEnvelope>;
+    this.insert.run({ id, accountId, type, createdAt: now, packed: packBody(body) });
+    const event: RecordedEvent = { id, accountId, type, createdAt: now, body };
+    for (const subscriber of this.subscribers) subscriber(event);
+    return event;
   }
 
-  /** Newest first. */
-  list(accountId: string, options: { type?: string | undefined; limit: number }): EventEnvelope[] {
+  /** Newest first, as the list's JSON text: the stored envelopes side by side, never parsed. */
+  listText(
+    accountId: string,
+    options: { type?: string | undefined; limit: number },
+  ): JsonText<{ data: EventEnvelope[] }> {
     const rows = options.type
       ? this.selectRecentOfType.all(accountId, options.type, options.limit)
       : this.selectRecent.all(accountId, options.limit);
-    return rows.map((row) => JSON.parse(storedBody(row)) as EventEnvelope);
+    return `{"data":[${rows.map(storedBody).join(',')}]}` as JsonText<{ data: EventEnvelope[] }>;
+  }
+
+  /** The event's envelope, byte for byte as first sent. */
+  body(eventId: string): string | undefined {
+    const row = this.selectBody.get(eventId);
+    return row && storedBody(row);
+  }
+
+  deleteAccount(accountId: string): void {
+    this.deleteAccountStatement.run(accountId);
   }
 }

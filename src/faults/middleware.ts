@@ -1,20 +1,9 @@
 import type { MiddlewareHandler } from 'hono';
 import { ApiError } from '../core/errors.js';
 import type { AppEnv } from '../http/context.js';
-import type { FaultRule, FaultStore } from './store.js';
-
-/** The code a fault answers with when the rule names none. */
-export function defaultFaultCode(status: number): string {
-  if (status === 429) return 'rate_limit_exceeded';
-  if (status === 503) return 'service_unavailable';
-  if (status >= 500) return 'internal_error';
-  return 'fault_injected';
-}
-
-export function matches(rule: FaultRule, method: string, path: string): boolean {
-  if (rule.method !== null && rule.method !== method) return false;
-  return rule.path.endsWith('*') ? path.startsWith(rule.path.slice(0, -1)) : path === rule.path;
-}
+import { dropConnection } from '../http/node-adapter.js';
+import { defaultFaultCode, matches } from './rules.js';
+import type { FaultStore } from './store.js';
 
 /**
  * Injected faults, as WireMock or Toxiproxy give them: the first matching rule of the account adds
@@ -23,15 +12,14 @@ export function matches(rule: FaultRule, method: string, path: string): boolean 
  */
 export function injectFaults(faults: FaultStore): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    const rules = faults.active(c.get('auth').account.id);
+    const rules = faults.active(c.get('caller').accountId);
     const rule = rules.length === 0 ? undefined : rules.find((r) => matches(r, c.req.method, c.req.path));
     if (!rule) return next();
 
     faults.spend(rule);
     if (rule.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, rule.delayMs));
     if (rule.drop) {
-      const socket = (c.env as { incoming?: { socket?: { destroy(): void } } } | undefined)?.incoming?.socket;
-      socket?.destroy();
+      dropConnection(c);
       c.set('dropped', true);
       throw new ApiError(500, 'connection_dropped', 'The connection was dropped by an injected fault.');
     }

@@ -1,24 +1,17 @@
-import type { Logger } from 'pino';
-import type { Account } from '../accounts/store.js';
-import type { Actor, Scope } from '../core/actor.js';
+import type { HttpBindings } from '@hono/node-server';
+import type { Caller } from '../core/actor.js';
 
-/** What the middleware puts on every request's context. */
-export interface AuthContext {
-  account: Account;
-  keyId: string;
-  scopes: readonly Scope[];
-  /** The account's clock read once per request, so one request sees one instant. */
-  now: number;
-}
-
+/** The app's environment: what Node's adapter binds, and what middleware puts on each request. */
 export interface AppEnv {
+  /**
+   * Node's request and response. Absent when the app is called in-process (`app.request` in tests),
+   * hence partial: see node-adapter.ts, the one place that reaches for them.
+   */
+  Bindings: Partial<HttpBindings>;
   Variables: {
-    auth: AuthContext;
-    logger: Logger;
+    /** Who is calling: the key's account, the key, its scopes, and the account clock read once. */
+    caller: Caller;
     /** Set when an injected fault dropped the connection: there is no answer to journal. */
     dropped: boolean;
   };
 }
-
-/** The domain's view of a request: which account acts, and at what instant of its clock. */
-export const actorOf = (auth: AuthContext): Actor => ({ accountId: auth.account.id, now: auth.now });

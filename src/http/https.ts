@@ -5,8 +5,15 @@ import { isIP } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';
-import type { Config } from '../config.js';
 import { ConfigError } from '../core/errors.js';
+
+/** Where the certificate comes from: the flags' pair, or the one kept for this data directory. */
+export interface TlsOptions {
+  tlsCert?: string | undefined;
+  tlsKey?: string | undefined;
+  memory: boolean;
+  dataDir: string;
+}
 
 /** The certificate and key the HTTPS listener serves, and where a client finds the certificate to trust. */
 export interface TlsMaterial {
@@ -34,7 +41,7 @@ const DAY_MS = 24 * 60 * 60 * 1000;
  * `<data dir>/tls/` (with `--memory`, in a per-user temporary folder), made on first start.
  */
 export async function loadTlsMaterial(
-  config: Pick<Config, 'tlsCert' | 'tlsKey' | 'memory' | 'dataDir'>,
+  config: TlsOptions,
   logger?: Logger,
   now: number = Date.now(),
 ): Promise<TlsMaterial> {
@@ -51,7 +58,7 @@ export function memoryModeCertificateDir(): string {
 }
 
 function fromFlags(
-  config: Pick<Config, 'tlsCert' | 'tlsKey'>,
+  config: Pick<TlsOptions, 'tlsCert' | 'tlsKey'>,
   now: number,
   logger: Logger | undefined,
 ): TlsMaterial {

@@ -1,29 +1,26 @@
-import { TLSSocket } from 'node:tls';
-import type { HttpBindings } from '@hono/node-server';
 import type { Context, MiddlewareHandler } from 'hono';
-import type { Config } from '../config.js';
 import { ApiError } from '../core/errors.js';
+import type { AppEnv } from './context.js';
+import { arrivedOverTls } from './node-adapter.js';
 
 /**
- * Whether the client's request reached us over TLS. The socket decides, never the request's URL:
- * @hono/node-server takes the scheme of an absolute-form request line (`GET https://… HTTP/1.1`) as
- * the client wrote it. With `trustProxy` a TLS-terminating proxy's `X-Forwarded-Proto` wins (its
- * first value, the client-facing hop), as in Express. No socket (`app.request` in tests) is plain HTTP.
+ * Whether the client's request reached us over TLS: the socket decides. With `trustProxy` a
+ * TLS-terminating proxy's `X-Forwarded-Proto` wins (its first value, the client-facing hop), as in
+ * Express.
  */
-export function arrivedOverHttps(c: Context, trustProxy: boolean): boolean {
+export function arrivedOverHttps(c: Context<AppEnv>, trustProxy: boolean): boolean {
   if (trustProxy) {
     const forwarded = c.req.header('x-forwarded-proto')?.split(',')[0]?.trim().toLowerCase();
     if (forwarded) return forwarded === 'https';
   }
-  const socket = (c.env as Partial<HttpBindings> | undefined)?.incoming?.socket;
-  return socket instanceof TLSSocket && socket.encrypted;
+  return arrivedOverTls(c);
 }
 
 /**
  * `--strict-https`: plain-HTTP calls to the API get `403 https_required`, as the real service
  * answers. Mounted on `/v1/*` before authentication, so a key sent in clear is never checked.
  */
-export function requireHttps(options: Pick<Config, 'trustProxy'>): MiddlewareHandler {
+export function requireHttps(options: { trustProxy: boolean }): MiddlewareHandler<AppEnv> {
   const message =
     'This sandbox runs in strict HTTPS mode: call the API over HTTPS (the start-up banner shows the HTTPS URL ' +
     'and the certificate to trust).' +

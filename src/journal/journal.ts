@@ -1,6 +1,4 @@
-import type { MiddlewareHandler } from 'hono';
 import { formatTimestamp } from '../core/time.js';
-import type { AppEnv } from '../http/context.js';
 
 export interface JournalEntry {
   method: string;
@@ -51,26 +49,4 @@ export class RequestJournal {
   forget(accountId: string): void {
     this.rings.delete(accountId);
   }
-}
-
-/** Journals every authenticated API request of an account, whatever its outcome. */
-export function journalRequests(journal: RequestJournal): MiddlewareHandler<AppEnv> {
-  return async (c, next) => {
-    const started = performance.now();
-    const { account, now } = c.get('auth');
-    try {
-      await next();
-    } finally {
-      const url = c.req.url;
-      const queryStart = url.indexOf('?');
-      journal.record(account.id, {
-        method: c.req.method,
-        path: c.req.path,
-        query: queryStart === -1 ? '' : url.slice(queryStart + 1),
-        status: c.get('dropped') ? 0 : c.res.status,
-        duration_ms: Math.round((performance.now() - started) * 100) / 100,
-        at: now,
-      });
-    }
-  };
 }

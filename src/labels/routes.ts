@@ -1,9 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
-import { clockNow } from '../clock/clock.js';
-import { ApiError } from '../core/errors.js';
 import { requireScope } from '../http/auth.js';
-import { actorOf } from '../http/context.js';
 import {
   BEARER_SECURITY,
   COMMON_ERRORS,
@@ -12,11 +9,12 @@ import {
   idParam,
   jsonBody,
   jsonResponse,
+  sendJsonText,
 } from '../http/router.js';
-import { getShipment } from '../shipments/service.js';
-import type { State } from '../state.js';
+import type { RenderedLabel } from './render/index.js';
 import { CreateLabelSchema, LabelSchema, VoidedLabelSchema } from './schema.js';
-import { generateLabel, getLabel, labelFileName, presentLabel, voidLabel } from './service.js';
+import { type LabelService, labelFileName } from './service.js';
+import type { LabelRecord } from './store.js';
 
 const IdParam = idParam('lbl_01JD…');
 const FileParam = z.object({
@@ -42,11 +40,9 @@ const FILE_CONTENT = {
 };
 
 /** `{cdn_url}`: the configured origin, or this server's own as the client reached it. */
-export function cdnBase(state: State, c: Context): string {
-  return state.config.cdnUrl ?? `${new URL(c.req.url).origin}/cdn`;
-}
+type CdnBase = (c: Context) => string;
 
-export function labelRoutes(state: State) {
+export function labelRoutes(labels: LabelService, cdnBase: CdnBase) {
   const router = createRouter();
   const read = requireScope('shipments:read');
   const write = requireScope('shipments:write');
@@ -65,11 +61,7 @@ export function labelRoutes(state: State) {
         ...errorResponses(...COMMON_ERRORS, 404, 422),
       },
     }),
-    (c) => {
-      const base = cdnBase(state, c);
-      const label = generateLabel(state, actorOf(c.get('auth')), c.req.valid('json'), base);
-      return c.json(presentLabel(state, label, base), 201);
-    },
+    (c) => sendJsonText(c, labels.generate(c.get('caller'), c.req.valid('json'), cdnBase(c)), 201),
   );
 
   router.openapi(
@@ -83,10 +75,7 @@ export function labelRoutes(state: State) {
       request: { params: IdParam },
       responses: { 200: jsonResponse(LabelSchema, 'The label'), ...errorResponses(...COMMON_ERRORS, 404) },
     }),
-    (c) => {
-      const label = getLabel(state, actorOf(c.get('auth')), c.req.valid('param').id);
-      return c.json(presentLabel(state, label, cdnBase(state, c)), 200);
-    },
+    (c) => c.json(labels.present(labels.get(c.get('caller'), c.req.valid('param').id), cdnBase(c)), 200),
   );
 
   router.openapi(
@@ -104,9 +93,9 @@ export function labelRoutes(state: State) {
       },
     }),
     async (c) => {
-      const actor = actorOf(c.get('auth'));
-      const label = getLabel(state, actor, c.req.valid('param').id);
-      return sendFile(c, state, label, getShipment(state, actor, label.shipmentId));
+      const caller = c.get('caller');
+      const label = labels.get(caller, c.req.valid('param').id);
+      return sendFile(c, label, await labels.file(caller, label));
     },
   );
 
@@ -124,18 +113,14 @@ export function labelRoutes(state: State) {
         ...errorResponses(...COMMON_ERRORS, 404, 422),
       },
     }),
-    (c) => c.json(voidLabel(state, actorOf(c.get('auth')), c.req.valid('param').id), 200),
+    (c) => sendJsonText(c, labels.void(c.get('caller'), c.req.valid('param').id), 200),
   );
 
   return router;
 }
 
-/**
- * The CDN: pre-signed label URLs, served without an API key. The signature is checked before
- * anything is looked up, so an altered URL learns nothing; expiry is judged on the clock of the
- * account that owns the label.
- */
-export function cdnRoutes(state: State, realNow: () => number) {
+/** The CDN: pre-signed label URLs, served without an API key. */
+export function cdnRoutes(labels: LabelService) {
   const router = createRouter();
   router.openapi(
     createRoute({
@@ -150,44 +135,15 @@ export function cdnRoutes(state: State, realNow: () => number) {
       },
     }),
     async (c) => {
-      const { file } = c.req.valid('param');
       const { expires, signature } = c.req.valid('query');
-      if (!state.urlSigner.verify(file, expires, signature)) {
-        throw new ApiError(
-          403,
-          'invalid_signature',
-          'The URL signature does not match; use label_url unchanged.',
-        );
-      }
-      const label = state.labels.findAnywhere(file.replace(/\.[a-z]+$/, ''));
-      const account = label && state.accounts.find(label.accountId);
-      if (!label || !account) throw new ApiError(404, 'not_found', 'The label no longer exists.');
-      const now = clockNow(account.clock, realNow());
-      if (now >= Number(expires) * 1000) {
-        throw new ApiError(
-          403,
-          'url_expired',
-          'This label URL has expired; download the label with GET /v1/labels/{id}/download and your API key.',
-        );
-      }
-      return sendFile(
-        c,
-        state,
-        label,
-        getShipment(state, { accountId: label.accountId, now }, label.shipmentId),
-      );
+      const found = await labels.fileBySignedUrl(c.req.valid('param').file, expires, signature);
+      return sendFile(c, found.label, found.file);
     },
   );
   return router;
 }
 
-async function sendFile(
-  c: Context,
-  state: State,
-  label: Parameters<State['labelFiles']['get']>[0],
-  shipment: Parameters<State['labelFiles']['get']>[1],
-) {
-  const file = await state.labelFiles.get(label, shipment);
+function sendFile(c: Context, label: LabelRecord, file: RenderedLabel) {
   return c.body(file.bytes as Uint8Array<ArrayBuffer>, 200, {
     'content-type': file.contentType,
     'content-disposition': `attachment; filename="${labelFileName(label)}"`,

@@ -1,14 +1,17 @@
 import type { Actor } from '../core/actor.js';
 import { ApiError, notFound } from '../core/errors.js';
 import { newId } from '../core/ids.js';
+import { type JsonText, toJsonText } from '../core/json.js';
 import { DAY, formatTimestamp } from '../core/time.js';
-import { transaction } from '../db/database.js';
-import { getShipment } from '../shipments/service.js';
-import type { ShipmentRecord } from '../shipments/store.js';
-import type { State } from '../state.js';
-import { defaultScenarioOf, startScenario, TRACKING_STEP } from '../tracking/service.js';
+import { type Db, transaction } from '../db/database.js';
+import type { EventStore } from '../events/store.js';
+import type { ShipmentService } from '../shipments/service.js';
+import type { ShipmentRecord, ShipmentStore } from '../shipments/store.js';
+import type { LabelFiles } from './files.js';
+import type { RenderedLabel } from './render/index.js';
 import type { CreateLabelInput, Label, VoidedLabel } from './schema.js';
-import type { LabelRecord } from './store.js';
+import type { UrlSigner } from './signed-url.js';
+import type { LabelRecord, LabelStore } from './store.js';
 import { trackingNumberFor } from './tracking-number.js';
 
 /** The specification's windows, all on the account's clock. */
@@ -22,19 +25,223 @@ export const FILE_EXTENSIONS = { pdf: 'pdf', png: 'png', zpl: 'zpl' } as const;
 export const labelFileName = (label: Pick<LabelRecord, 'id' | 'format'>) =>
   `${label.id}.${FILE_EXTENSIONS[label.format]}`;
 
-export function presentLabel(state: State, label: LabelRecord, cdnBase: string): Label {
-  const expiresUnix = Math.floor(label.expiresAt / 1000);
-  return {
-    id: label.id,
-    shipment_id: label.shipmentId,
-    tracking_number: label.trackingNumber,
-    carrier: label.carrier,
-    format: label.format,
-    label_url: state.urlSigner.url(cdnBase, labelFileName(label), expiresUnix),
-    expires_at: formatTimestamp(label.expiresAt),
-    created_at: formatTimestamp(label.createdAt),
-    status: label.status,
-  };
+/** What a label's parcel does on the carrier's side (the tracking module plays it). */
+export interface LabelTracking {
+  /** Starts the account's default scenario for a new label, inside its transaction. */
+  start(actor: Actor, label: LabelRecord, shipment: ShipmentRecord): void;
+  /** Stops whatever the label's parcel still had to do (a void). */
+  stop(actor: Actor, labelId: string): void;
+}
+
+export interface LabelServiceDeps {
+  db: Db;
+  store: LabelStore;
+  shipments: ShipmentService;
+  shipmentStore: ShipmentStore;
+  events: EventStore;
+  signer: UrlSigner;
+  files: LabelFiles;
+  tracking: LabelTracking;
+  /** The instant an account's clock reads now (pre-signed URLs expire on the owner's clock). */
+  nowOf: (accountId: string) => number | undefined;
+}
+
+/** Buying, reading, downloading and voiding labels. */
+export class LabelService {
+  constructor(private readonly deps: LabelServiceDeps) {}
+
+  present(label: LabelRecord, cdnBase: string): Label {
+    const expiresUnix = Math.floor(label.expiresAt / 1000);
+    return {
+      id: label.id,
+      shipment_id: label.shipmentId,
+      tracking_number: label.trackingNumber,
+      carrier: label.carrier,
+      format: label.format,
+      label_url: this.deps.signer.url(cdnBase, labelFileName(label), expiresUnix),
+      expires_at: formatTimestamp(label.expiresAt),
+      created_at: formatTimestamp(label.createdAt),
+      status: label.status,
+    };
+  }
+
+  /**
+   * Stores the label, moves the shipment to `label_generated`, records `label.generated` and starts
+   * its tracking scenario, in one transaction. The file is not rendered here: rendering is a pure
+   * function of the label, so it happens on the first download (and is cached), which keeps label
+   * creation to a few milliseconds under load. The label is serialised once, for the answer and the
+   * event.
+   */
+  generate(actor: Actor, input: CreateLabelInput, cdnBase: string): JsonText<Label> {
+    const { db, store, shipments, shipmentStore, events, tracking } = this.deps;
+    return transaction(db, () => {
+      const shipment = shipments.get(actor, input.shipment_id);
+      assertLabelable(shipment);
+      const id = newId('lbl', actor.now);
+      const label = store.insert({
+        id,
+        accountId: actor.accountId,
+        shipmentId: shipment.id,
+        trackingNumber: this.uniqueTrackingNumber(shipment.carrier, id),
+        carrier: shipment.carrier,
+        format: input.format,
+        size: input.size,
+        status: 'active',
+        createdAt: actor.now,
+        expiresAt: actor.now + LABEL_URL_VALIDITY_MS,
+        voidedAt: null,
+        scannedAt: null,
+        scenario: null,
+        trackingStatus: null,
+        estimatedDelivery: null,
+      });
+      const linked = shipmentStore.setLabel(shipment, 'label_generated', {
+        labelId: id,
+        trackingNumber: label.trackingNumber,
+      });
+      const json = toJsonText(this.present(label, cdnBase));
+      events.record(actor.accountId, 'label.generated', json, actor.now);
+      tracking.start(actor, label, linked);
+      return json;
+    });
+  }
+
+  /** A tracking number no other label has: the label's own, or the next attempt on a clash. */
+  private uniqueTrackingNumber(carrier: string, labelId: string): string {
+    for (let attempt = 0; ; attempt++) {
+      const candidate = trackingNumberFor(carrier, labelId, attempt);
+      if (!this.deps.store.isTrackingNumberTaken(candidate)) return candidate;
+    }
+  }
+
+  get(actor: Actor, id: string): LabelRecord {
+    const label = this.deps.store.find(actor.accountId, id);
+    if (!label) throw notFound('label', id);
+    return label;
+  }
+
+  /** The label's file, rendered on first use (see files.ts). */
+  file(actor: Actor, label: LabelRecord): Promise<RenderedLabel> {
+    return this.deps.files.get(label, this.deps.shipments.get(actor, label.shipmentId));
+  }
+
+  /**
+   * A download through a pre-signed URL, which carries its own authority instead of an account's
+   * key. The signature is checked before anything is looked up, so an altered URL learns nothing;
+   * expiry is judged on the clock of the account that owns the label.
+   */
+  fileBySignedUrl(
+    file: string,
+    expires: string | undefined,
+    signature: string | undefined,
+  ): Promise<{ label: LabelRecord; file: RenderedLabel }> {
+    const { signer, store, nowOf } = this.deps;
+    if (!signer.verify(file, expires, signature)) {
+      throw new ApiError(
+        403,
+        'invalid_signature',
+        'The URL signature does not match; use label_url unchanged.',
+      );
+    }
+    const label = store.findAnywhere(file.replace(/\.[a-z]+$/, ''));
+    const now = label && nowOf(label.accountId);
+    if (!label || now === undefined) throw new ApiError(404, 'not_found', 'The label no longer exists.');
+    if (now >= Number(expires) * 1000) {
+      throw new ApiError(
+        403,
+        'url_expired',
+        'This label URL has expired; download the label with GET /v1/labels/{id}/download and your API key.',
+      );
+    }
+    const owner = { accountId: label.accountId, now };
+    return this.file(owner, label).then((rendered) => ({ label, file: rendered }));
+  }
+
+  /**
+   * Voids a label: at most 30 days old and not yet scanned by the carrier. Refunds the shipment's
+   * rate, expected 14 days later, moves a `label_generated` shipment back to `created`, records
+   * `label.voided`.
+   */
+  void(actor: Actor, id: string): JsonText<VoidedLabel> {
+    return transaction(this.deps.db, () => {
+      const label = this.get(actor, id);
+      if (label.status === 'voided') {
+        throw new ApiError(
+          422,
+          'label_already_voided',
+          `Label ${id} was already voided at ${formatTimestamp(label.voidedAt ?? 0)}.`,
+        );
+      }
+      if (label.scannedAt !== null) {
+        throw new ApiError(
+          422,
+          'label_already_scanned',
+          `Label ${id} was scanned by the carrier at ${formatTimestamp(label.scannedAt)}; scanned labels cannot be voided.`,
+        );
+      }
+      if (actor.now - label.createdAt > VOID_WINDOW_MS) {
+        throw new ApiError(
+          422,
+          'void_window_expired',
+          `Label ${id} was generated at ${formatTimestamp(label.createdAt)}; labels can be voided for 30 days only.`,
+        );
+      }
+      const shipment = this.deps.shipments.get(actor, label.shipmentId);
+      return toJsonText(this.voidWithinTransaction(actor, label, shipment, 'refund').body);
+    });
+  }
+
+  /**
+   * Cancelling a shipment voids its active label whatever the window says (the specification allows
+   * cancelling a `label_generated` shipment always); outside the window such a void refunds nothing.
+   * Runs inside the cancellation's transaction; answers the shipment as it stands afterwards.
+   */
+  voidOnCancel(actor: Actor, shipment: ShipmentRecord): ShipmentRecord {
+    const label =
+      shipment.labelId === null ? undefined : this.deps.store.find(actor.accountId, shipment.labelId);
+    if (label?.status !== 'active') return shipment;
+    return this.voidWithinTransaction(actor, label, shipment, 'refund_if_eligible').shipment;
+  }
+
+  private voidWithinTransaction(
+    actor: Actor,
+    label: LabelRecord,
+    shipment: ShipmentRecord,
+    refund: 'refund' | 'refund_if_eligible',
+  ): { body: VoidedLabel; shipment: ShipmentRecord } {
+    const { store, shipmentStore, events, tracking } = this.deps;
+    const voided = store.markVoided(label, actor.now);
+    tracking.stop(actor, label.id);
+    const eligible =
+      refund === 'refund' || (label.scannedAt === null && actor.now - label.createdAt <= VOID_WINDOW_MS);
+    const body: VoidedLabel = {
+      id: voided.id,
+      status: 'voided',
+      refund: {
+        amount: eligible ? shipment.rate.amount : '0.00',
+        currency: shipment.rate.currency,
+        estimated_at: formatTimestamp(actor.now + REFUND_DELAY_MS),
+      },
+    };
+    const updated =
+      shipment.labelId === label.id
+        ? shipmentStore.setLabel(
+            shipment,
+            shipment.status === 'label_generated' ? 'created' : shipment.status,
+            {
+              labelId: null,
+              trackingNumber: null,
+            },
+          )
+        : shipment;
+    events.record(
+      actor.accountId,
+      'label.voided',
+      toJsonText({ ...body, shipment_id: shipment.id }),
+      actor.now,
+    );
+    return { body, shipment: updated };
+  }
 }
 
 function assertLabelable(shipment: ShipmentRecord): void {
@@ -56,140 +263,4 @@ function assertLabelable(shipment: ShipmentRecord): void {
       { field: 'shipment_id' },
     );
   }
-}
-
-/** A tracking number no other label has: the label's own, or the next attempt on a clash. */
-function uniqueTrackingNumber(state: State, carrier: string, labelId: string): string {
-  for (let attempt = 0; ; attempt++) {
-    const candidate = trackingNumberFor(carrier, labelId, attempt);
-    if (!state.labels.isTrackingNumberTaken(candidate)) return candidate;
-  }
-}
-
-/**
- * Stores the label, moves the shipment to `label_generated`, records `label.generated` and starts
- * its tracking scenario, in one transaction. The file is not rendered here: rendering is a pure
- * function of the label, so it happens on the first download (and is cached), which keeps label
- * creation to a few milliseconds under load.
- */
-export function generateLabel(
-  state: State,
-  actor: Actor,
-  input: CreateLabelInput,
-  cdnBase: string,
-): LabelRecord {
-  return transaction(state.db, () => {
-    const shipment = getShipment(state, actor, input.shipment_id);
-    assertLabelable(shipment);
-    const id = newId('lbl', actor.now);
-    const label = state.labels.insert({
-      id,
-      accountId: actor.accountId,
-      shipmentId: shipment.id,
-      trackingNumber: uniqueTrackingNumber(state, shipment.carrier, id),
-      carrier: shipment.carrier,
-      format: input.format,
-      size: input.size,
-      status: 'active',
-      createdAt: actor.now,
-      expiresAt: actor.now + LABEL_URL_VALIDITY_MS,
-      voidedAt: null,
-      scannedAt: null,
-      scenario: null,
-      trackingStatus: null,
-      estimatedDelivery: null,
-    });
-    const linked = state.shipments.setLabel(shipment, 'label_generated', {
-      labelId: id,
-      trackingNumber: label.trackingNumber,
-    });
-    state.events.record(actor.accountId, 'label.generated', presentLabel(state, label, cdnBase), actor.now);
-    startScenario(state, actor, label, linked, defaultScenarioOf(state, actor.accountId));
-    return label;
-  });
-}
-
-export function getLabel(state: State, actor: Actor, id: string): LabelRecord {
-  const label = state.labels.find(actor.accountId, id);
-  if (!label) throw notFound('label', id);
-  return label;
-}
-
-/**
- * Voids a label: at most 30 days old and not yet scanned by the carrier. Refunds the shipment's rate,
- * expected 14 days later, moves a `label_generated` shipment back to `created`, records `label.voided`.
- */
-export function voidLabel(state: State, actor: Actor, id: string): VoidedLabel {
-  return transaction(state.db, () => {
-    const label = getLabel(state, actor, id);
-    if (label.status === 'voided') {
-      throw new ApiError(
-        422,
-        'label_already_voided',
-        `Label ${id} was already voided at ${formatTimestamp(label.voidedAt ?? 0)}.`,
-      );
-    }
-    if (label.scannedAt !== null) {
-      throw new ApiError(
-        422,
-        'label_already_scanned',
-        `Label ${id} was scanned by the carrier at ${formatTimestamp(label.scannedAt)}; scanned labels cannot be voided.`,
-      );
-    }
-    if (actor.now - label.createdAt > VOID_WINDOW_MS) {
-      throw new ApiError(
-        422,
-        'void_window_expired',
-        `Label ${id} was generated at ${formatTimestamp(label.createdAt)}; labels can be voided for 30 days only.`,
-      );
-    }
-    const { shipment: _, ...body } = voidWithinTransaction(
-      state,
-      actor,
-      label,
-      getShipment(state, actor, label.shipmentId),
-      'refund',
-    );
-    return body;
-  });
-}
-
-/**
- * The void itself, inside the caller's transaction. Cancelling a shipment voids its label whatever
- * the window says (the specification allows cancelling a `label_generated` shipment always); outside
- * the window such a void refunds nothing.
- */
-export function voidWithinTransaction(
-  state: State,
-  actor: Actor,
-  label: LabelRecord,
-  shipment: ShipmentRecord,
-  refund: 'refund' | 'refund_if_eligible',
-): VoidedLabel & { shipment: ShipmentRecord } {
-  const voided = state.labels.markVoided(label, actor.now);
-  state.scheduler.cancel(TRACKING_STEP, label.id, actor.now);
-  const eligible =
-    refund === 'refund' || (label.scannedAt === null && actor.now - label.createdAt <= VOID_WINDOW_MS);
-  const body: VoidedLabel = {
-    id: voided.id,
-    status: 'voided',
-    refund: {
-      amount: eligible ? shipment.rate.amount : '0.00',
-      currency: shipment.rate.currency,
-      estimated_at: formatTimestamp(actor.now + REFUND_DELAY_MS),
-    },
-  };
-  const updated =
-    shipment.labelId === label.id
-      ? state.shipments.setLabel(
-          shipment,
-          shipment.status === 'label_generated' ? 'created' : shipment.status,
-          {
-            labelId: null,
-            trackingNumber: null,
-          },
-        )
-      : shipment;
-  state.events.record(actor.accountId, 'label.voided', { ...body, shipment_id: shipment.id }, actor.now);
-  return { ...body, shipment: updated };
 }

@@ -1,23 +1,13 @@
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { Db } from '../db/database.js';
+import { createHmac, timingSafeEqual } from 'node:crypto';
 
 /**
  * Pre-signed label URLs: `{cdn}/labels/<label id>.<ext>?expires=<unix seconds>&signature=<hex>`, the
  * signature an HMAC-SHA256 of `<label id>.<ext>:<expires>` under a secret made on the first start
- * and kept in the database, so URLs stay valid across restarts and a changed byte breaks them.
+ * and kept in the database (`url_signing_secret`), so URLs stay valid across restarts and a changed
+ * byte breaks them.
  */
 export class UrlSigner {
-  private readonly secret: Buffer;
-
-  constructor(db: Db) {
-    db.prepare(
-      "INSERT INTO settings (key, value) VALUES ('url_signing_secret', ?) ON CONFLICT DO NOTHING",
-    ).run(randomBytes(32).toString('hex'));
-    const row = db.prepare("SELECT value FROM settings WHERE key = 'url_signing_secret'").get() as {
-      value: string;
-    };
-    this.secret = Buffer.from(row.value, 'hex');
-  }
+  constructor(private readonly secret: Buffer) {}
 
   sign(file: string, expiresUnix: number): string {
     return createHmac('sha256', this.secret).update(`${file}:${expiresUnix}`).digest('hex');

@@ -60,6 +60,11 @@ const toRecord = (row: LabelRow): LabelRecord => ({
   estimatedDelivery: row.estimated_delivery,
 });
 
+/**
+ * The `labels` table. Besides the label itself, a row keeps its parcel's tracking state (the scenario
+ * playing, the current status, the delivery estimate, the first scan), which the tracking module sets
+ * through the methods below.
+ */
 export class LabelStore {
   private readonly insertStatement;
   private readonly selectInAccount;
@@ -68,6 +73,10 @@ export class LabelStore {
   private readonly trackingNumberTaken;
   private readonly voidStatement;
   private readonly scanStatement;
+  private readonly trackingStatusStatement;
+  private readonly scenarioStatement;
+  private readonly estimateStatement;
+  private readonly deleteAccountStatement;
 
   constructor(db: Db) {
     this.insertStatement = db.prepare(
@@ -88,6 +97,16 @@ export class LabelStore {
     this.scanStatement = db.prepare(
       'UPDATE labels SET scanned_at = @at WHERE id = @id AND scanned_at IS NULL',
     );
+    this.trackingStatusStatement = db.prepare(
+      'UPDATE labels SET tracking_status = @status WHERE id = @labelId',
+    );
+    this.scenarioStatement = db.prepare(
+      'UPDATE labels SET scenario = @scenario, estimated_delivery = @estimatedDelivery WHERE id = @labelId',
+    );
+    this.estimateStatement = db.prepare(
+      'UPDATE labels SET estimated_delivery = @estimatedDelivery WHERE id = @labelId',
+    );
+    this.deleteAccountStatement = db.prepare('DELETE FROM labels WHERE account_id = ?');
   }
 
   insert(label: LabelRecord): LabelRecord {
@@ -131,8 +150,25 @@ export class LabelStore {
     return { ...label, status: 'voided', voidedAt: at };
   }
 
-  /** The hook tracking calls on the carrier's first scan; later scans keep the first time. */
+  /** The carrier's first scan; later scans keep the first time. */
   markScanned(labelId: string, at: number): void {
     this.scanStatement.run({ id: labelId, at });
+  }
+
+  setTrackingStatus(labelId: string, status: TrackingStatus): void {
+    this.trackingStatusStatement.run({ labelId, status });
+  }
+
+  /** The scenario now playing for the label, and the delivery it plans. */
+  setScenario(labelId: string, scenario: string, estimatedDelivery: number): void {
+    this.scenarioStatement.run({ labelId, scenario, estimatedDelivery });
+  }
+
+  setEstimate(labelId: string, estimatedDelivery: number): void {
+    this.estimateStatement.run({ labelId, estimatedDelivery });
+  }
+
+  deleteAccount(accountId: string): void {
+    this.deleteAccountStatement.run(accountId);
   }
 }

@@ -9,11 +9,11 @@ import {
   jsonBody,
   jsonResponse,
 } from '../http/router.js';
-import type { State } from '../state.js';
 import { quoteAll } from './pricing.js';
 import { RateListSchema, RatesRequestSchema } from './schema.js';
 
-export function rateRoutes(_state: State) {
+/** `POST /v1/rates`: every carrier's rate for a parcel, cheapest first. */
+export function rateRoutes() {
   const router = createRouter();
   router.openapi(
     createRoute({

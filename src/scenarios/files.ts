@@ -49,6 +49,11 @@ export class ScenarioFileError extends Error {
 /** `scenarios/` at the package root; the same relative path from `src/scenarios` and `dist/scenarios`. */
 export const BUILTIN_SCENARIOS_DIR = path.join(PROJECT_ROOT, 'scenarios');
 
+/** The built-in scenarios, then the user's directory, whose files replace built-in ones of the same name. */
+export function scenarioDirectories(userDirectory: string | undefined): string[] {
+  return userDirectory ? [BUILTIN_SCENARIOS_DIR, userDirectory] : [BUILTIN_SCENARIOS_DIR];
+}
+
 export const SCENARIO_EXTENSIONS = ['.yaml', '.yml', '.json'] as const;
 
 const MAX_DELAY_MS = 365 * 24 * 60 * 60 * 1000;

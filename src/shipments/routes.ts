@@ -1,6 +1,5 @@
 import { createRoute } from '@hono/zod-openapi';
 import { requireScope } from '../http/auth.js';
-import { actorOf } from '../http/context.js';
 import {
   BEARER_SECURITY,
   COMMON_ERRORS,
@@ -9,8 +8,8 @@ import {
   idParam,
   jsonBody,
   jsonResponse,
+  sendJsonText,
 } from '../http/router.js';
-import type { State } from '../state.js';
 import {
   CancelledShipmentSchema,
   CreateShipmentSchema,
@@ -18,13 +17,13 @@ import {
   ShipmentListSchema,
   ShipmentSchema,
 } from './schema.js';
-import { cancelledBody, cancelShipment, createShipment, getShipment, listShipments } from './service.js';
+import type { ShipmentService } from './service.js';
 import { presentShipment } from './store.js';
 
 const IdParam = idParam('shp_01JD…');
 const security = BEARER_SECURITY;
 
-export function shipmentRoutes(state: State) {
+export function shipmentRoutes(shipments: ShipmentService) {
   const router = createRouter();
   const read = requireScope('shipments:read');
   const write = requireScope('shipments:write');
@@ -43,10 +42,7 @@ export function shipmentRoutes(state: State) {
         ...errorResponses(...COMMON_ERRORS, 422),
       },
     }),
-    (c) => {
-      const record = createShipment(state, actorOf(c.get('auth')), c.req.valid('json'));
-      return c.json(presentShipment(record), 201);
-    },
+    (c) => sendJsonText(c, shipments.create(c.get('caller'), c.req.valid('json')), 201),
   );
 
   router.openapi(
@@ -63,7 +59,7 @@ export function shipmentRoutes(state: State) {
         ...errorResponses(...COMMON_ERRORS),
       },
     }),
-    (c) => c.json(listShipments(state, actorOf(c.get('auth')), c.req.query()), 200),
+    (c) => c.json(shipments.list(c.get('caller'), c.req.query()), 200),
   );
 
   router.openapi(
@@ -80,7 +76,7 @@ export function shipmentRoutes(state: State) {
         ...errorResponses(...COMMON_ERRORS, 404),
       },
     }),
-    (c) => c.json(presentShipment(getShipment(state, actorOf(c.get('auth')), c.req.valid('param').id)), 200),
+    (c) => c.json(presentShipment(shipments.get(c.get('caller'), c.req.valid('param').id)), 200),
   );
 
   router.openapi(
@@ -97,7 +93,7 @@ export function shipmentRoutes(state: State) {
         ...errorResponses(...COMMON_ERRORS, 404, 422),
       },
     }),
-    (c) => c.json(cancelledBody(cancelShipment(state, actorOf(c.get('auth')), c.req.valid('param').id)), 200),
+    (c) => sendJsonText(c, shipments.cancel(c.get('caller'), c.req.valid('param').id), 200),
   );
 
   return router;

@@ -89,6 +89,7 @@ export class ShipmentStore {
   private readonly selectById;
   private readonly updateStatusStatement;
   private readonly updateLabelStatement;
+  private readonly deleteAccountStatement;
 
   constructor(private readonly db: Db) {
     this.insertStatement = db.prepare(
@@ -106,6 +107,12 @@ export class ShipmentStore {
     this.updateLabelStatement = db.prepare(
       'UPDATE shipments SET status = @status, label_id = @labelId, tracking_number = @trackingNumber WHERE seq = @seq',
     );
+    this.deleteAccountStatement = db.prepare('DELETE FROM shipments WHERE account_id = ?');
+  }
+
+  /** Deletes the account's shipments; the counts follow by trigger. */
+  deleteAccount(accountId: string): void {
+    this.deleteAccountStatement.run(accountId);
   }
 
   insert(

@@ -1,6 +1,5 @@
 import { createRoute } from '@hono/zod-openapi';
 import { requireScope } from '../http/auth.js';
-import { actorOf } from '../http/context.js';
 import {
   BEARER_SECURITY,
   COMMON_ERRORS,
@@ -8,11 +7,10 @@ import {
   errorResponses,
   jsonResponse,
 } from '../http/router.js';
-import type { State } from '../state.js';
 import { TrackingNumberParam, TrackingSchema } from './schema.js';
-import { getTracking } from './service.js';
+import type { TrackingService } from './service.js';
 
-export function trackingRoutes(state: State) {
+export function trackingRoutes(tracking: TrackingService) {
   const router = createRouter();
   router.openapi(
     createRoute({
@@ -28,7 +26,7 @@ export function trackingRoutes(state: State) {
         ...errorResponses(...COMMON_ERRORS, 404),
       },
     }),
-    (c) => c.json(getTracking(state, actorOf(c.get('auth')), c.req.valid('param').tracking_number), 200),
+    (c) => c.json(tracking.get(c.get('caller'), c.req.valid('param').tracking_number), 200),
   );
   return router;
 }

@@ -8,14 +8,12 @@ export interface TrackingEventRecord {
   occurredAt: number;
 }
 
-/** A label's tracking: its events, and the status and estimate kept on the label row. */
+/** A label's tracking events (the `tracking_events` table). */
 export class TrackingStore {
   private readonly insertEvent;
   private readonly selectEvents;
   private readonly countEvents;
-  private readonly updateLabel;
-  private readonly updateEstimate;
-  private readonly updateEstimateOnly;
+  private readonly deleteAccountStatement;
 
   constructor(db: Db) {
     this.insertEvent = db.prepare(
@@ -33,19 +31,11 @@ export class TrackingStore {
     this.countEvents = db.prepare<[string], { n: number }>(
       'SELECT count(*) AS n FROM tracking_events WHERE label_id = ?',
     );
-    this.updateLabel = db.prepare('UPDATE labels SET tracking_status = @status WHERE id = @labelId');
-    this.updateEstimate = db.prepare(
-      'UPDATE labels SET scenario = @scenario, estimated_delivery = @estimatedDelivery WHERE id = @labelId',
-    );
-    this.updateEstimateOnly = db.prepare(
-      'UPDATE labels SET estimated_delivery = @estimatedDelivery WHERE id = @labelId',
-    );
+    this.deleteAccountStatement = db.prepare('DELETE FROM tracking_events WHERE account_id = ?');
   }
 
-  /** Appends an event and makes its status the label's current one. */
   append(accountId: string, labelId: string, event: TrackingEventRecord): void {
     this.insertEvent.run({ accountId, labelId, ...event });
-    this.updateLabel.run({ labelId, status: event.status });
   }
 
   /** Newest first: by occurred_at, then by the order they were recorded in. */
@@ -62,11 +52,7 @@ export class TrackingStore {
     return (this.countEvents.get(labelId)?.n ?? 0) > 0;
   }
 
-  setScenario(labelId: string, scenario: string, estimatedDelivery: number): void {
-    this.updateEstimate.run({ labelId, scenario, estimatedDelivery });
-  }
-
-  setEstimate(labelId: string, estimatedDelivery: number): void {
-    this.updateEstimateOnly.run({ labelId, estimatedDelivery });
+  deleteAccount(accountId: string): void {
+    this.deleteAccountStatement.run(accountId);
   }
 }

@@ -1,17 +1,14 @@
 import pLimit from 'p-limit';
 import type { Logger } from 'pino';
-import type { AccountStore } from '../accounts/store.js';
-import type { Job, Scheduler } from '../clock/scheduler.js';
-import type { Config } from '../config.js';
 import { newId } from '../core/ids.js';
 import { formatTimestamp } from '../core/time.js';
-import type { Db } from '../db/database.js';
-import { transaction } from '../db/database.js';
-import type { EventEnvelope } from '../events/store.js';
+import { type Db, transaction } from '../db/database.js';
+import type { RecordedEvent } from '../events/store.js';
+import type { DueItem, DueQueue, RanJob, Scheduler } from '../scheduler/scheduler.js';
 import { type DeliveryResult, sendDelivery } from './send.js';
 import type { AttemptRecord, WebhookRecord, WebhookStore } from './store.js';
 
-/** The scheduler's job kind: one delivery attempt falls due. */
+/** How an attempt shows in the summary of a clock advance. */
 export const WEBHOOK_ATTEMPT = 'webhook.attempt';
 
 /**
@@ -21,77 +18,102 @@ export const WEBHOOK_ATTEMPT = 'webhook.attempt';
 const MAX_CONCURRENT_SENDS = 64;
 const MAX_CONCURRENT_SENDS_PER_WEBHOOK = 4;
 
+export interface WebhookDeliveryDeps {
+  db: Db;
+  store: WebhookStore;
+  scheduler: Scheduler;
+  /** An event's envelope, byte for byte as first recorded (the events module). */
+  eventBody: (eventId: string) => string | undefined;
+  /** Milliseconds before each retry of the account's deliveries. */
+  retryLadderOf: (accountId: string) => readonly number[];
+  /** How long a receiver may take to answer, in real time. */
+  timeoutMs: number;
+  logger: Logger;
+}
+
 /**
  * Webhook delivery: the outbox and its dispatcher.
  *
- * An event's attempts are written in the transaction that records the event, each with a job due at
- * once; the job starts the send and returns, so a slow receiver never holds up the scheduler, the
- * API or other receivers. The outcome is written when the receiver answers (or times out), and a
- * failure schedules the next attempt on the account's clock. An attempt is `sending` while on the
- * wire; one left `sending` by a crash is sent again at start, so nothing is lost and nothing is
- * marked delivered without a 2xx.
+ * An event's attempts are written, `scheduled` and due at once, in the transaction that records the
+ * event. The attempts table is itself the scheduler's queue of due deliveries: when an attempt falls
+ * due on its account's clock it becomes `sending`, the send starts and the scheduler moves on, so a
+ * slow receiver never holds up the scheduler, the API or other receivers. The outcome is written
+ * when the receiver answers (or times out), and a failure schedules the next attempt on the
+ * account's clock. An attempt left `sending` by a crash is sent again at start, so nothing is lost
+ * and nothing is marked delivered without a 2xx.
  */
-export class WebhookDelivery {
+export class WebhookDelivery implements DueQueue {
   private readonly limit = pLimit(MAX_CONCURRENT_SENDS);
   private readonly perWebhook = new Map<string, ReturnType<typeof pLimit>>();
   private readonly inFlight = new Map<string, Set<Promise<unknown>>>();
 
-  constructor(
-    private readonly db: Db,
-    private readonly store: WebhookStore,
-    private readonly accounts: AccountStore,
-    private readonly scheduler: Scheduler,
-    private readonly config: Config,
-    private readonly logger: Logger,
-  ) {}
+  constructor(private readonly deps: WebhookDeliveryDeps) {}
 
   /** Called inside the event's transaction: one attempt per subscribed active webhook, due now. */
-  fanOut(accountId: string, envelope: EventEnvelope, now: number): void {
-    for (const webhook of this.store.subscribers(accountId, envelope.event)) {
+  fanOut(event: RecordedEvent): void {
+    for (const webhook of this.deps.store.subscribers(event.accountId, event.type)) {
       this.scheduleAttempt({
-        accountId,
+        accountId: event.accountId,
         webhookId: webhook.id,
-        eventId: envelope.id,
+        eventId: event.id,
+        eventType: event.type,
         attempt: 0,
-        dueAt: now,
-        now,
+        dueAt: event.createdAt,
+        now: event.createdAt,
       });
     }
   }
 
-  private scheduleAttempt(attempt: {
-    accountId: string;
-    webhookId: string;
-    eventId: string;
-    attempt: number;
-    dueAt: number;
-    now: number;
-  }): string {
-    const id = newId('dlv', attempt.now);
-    this.store.insertAttempt({ ...attempt, id, redelivery: false, scheduledAt: attempt.dueAt });
-    this.scheduler.schedule({
+  private scheduleAttempt(
+    attempt: Pick<AttemptRecord, 'accountId' | 'webhookId' | 'eventId' | 'eventType' | 'attempt'> & {
+      dueAt: number;
+      now: number;
+    },
+  ): void {
+    this.deps.store.insertAttempt({
+      id: newId('dlv', attempt.now),
       accountId: attempt.accountId,
-      kind: WEBHOOK_ATTEMPT,
-      subject: id,
-      payload: { attemptId: id },
-      dueAt: attempt.dueAt,
-      now: attempt.now,
+      webhookId: attempt.webhookId,
+      eventId: attempt.eventId,
+      eventType: attempt.eventType,
+      attempt: attempt.attempt,
+      redelivery: false,
+      scheduledAt: attempt.dueAt,
     });
-    return id;
+    this.deps.scheduler.wakeFor(attempt.accountId, attempt.dueAt);
   }
 
-  /** The job handler: starts the send, stamped with the job's due time, and returns at once. */
-  onDue(job: Job<{ attemptId: string }>) {
-    const attempt = this.store.findAttempt(job.payload.attemptId);
-    if (attempt?.status !== 'scheduled') return { skipped: true };
-    const webhook = this.store.findById(attempt.webhookId);
-    if (webhook?.status !== 'active') {
-      this.store.cancelPending(attempt.webhookId, 'the webhook is not active');
-      return { skipped: true };
-    }
-    this.store.startSending(attempt.id, job.dueAt);
-    this.track(attempt.accountId, this.send(attempt, webhook, job.dueAt));
-    return { webhook_id: webhook.id, event_id: attempt.eventId, attempt: attempt.attempt };
+  earliestDue(): { accountId: string; dueAt: number }[] {
+    return this.deps.store.earliestDue();
+  }
+
+  nextDue(accountId: string, until: number): DueItem | undefined {
+    const attempt = this.deps.store.nextDue(accountId, until);
+    return attempt && { dueAt: attempt.scheduledAt, order: attempt.seq, run: () => this.start(attempt) };
+  }
+
+  /** An attempt falls due: it starts its send, stamped with its due time, and returns at once. */
+  private start(attempt: AttemptRecord): RanJob {
+    const summary = {
+      id: attempt.id,
+      kind: WEBHOOK_ATTEMPT,
+      subject: attempt.id,
+      due_at: formatTimestamp(attempt.scheduledAt),
+    };
+    const { db, store } = this.deps;
+    const webhook = transaction(db, () => {
+      const found = store.findById(attempt.webhookId);
+      if (found?.status !== 'active') {
+        store.cancelPending(attempt.webhookId, 'the webhook is not active');
+        store.cancelAttempt(attempt.id, 'the webhook is not active');
+        return undefined;
+      }
+      store.startSending(attempt.id, attempt.scheduledAt);
+      return found;
+    });
+    if (!webhook) return { ...summary, skipped: true };
+    this.track(attempt.accountId, this.send(attempt, webhook, attempt.scheduledAt));
+    return { ...summary, webhook_id: webhook.id, event_id: attempt.eventId, attempt: attempt.attempt };
   }
 
   /** Resolves once every send of the account that is on the wire now has its outcome written. */
@@ -103,14 +125,15 @@ export class WebhookDelivery {
 
   /** At start: attempts that were on the wire when the process stopped are sent again. */
   resumeInterrupted(): void {
-    for (const attempt of this.store.interrupted()) {
-      const webhook = this.store.findById(attempt.webhookId);
+    const { store, logger } = this.deps;
+    for (const attempt of store.interrupted()) {
+      const webhook = store.findById(attempt.webhookId);
       // A manual redelivery goes out whatever the webhook's status; anything else only to an active one.
       if (!webhook || (webhook.status !== 'active' && !attempt.redelivery)) {
-        this.store.cancelAttempt(attempt.id, 'the webhook is not active');
+        store.cancelAttempt(attempt.id, 'the webhook is not active');
         continue;
       }
-      this.logger.info({ attempt: attempt.id }, 'resending a delivery interrupted by a restart');
+      logger.info({ attempt: attempt.id }, 'resending a delivery interrupted by a restart');
       const sentAt = attempt.sentAt ?? attempt.scheduledAt;
       this.track(attempt.accountId, this.send(attempt, webhook, sentAt, { manual: attempt.redelivery }));
     }
@@ -121,22 +144,24 @@ export class WebhookDelivery {
    * manual redelivery neither retries nor changes the webhook's status.
    */
   async redeliver(original: AttemptRecord, now: number): Promise<AttemptRecord> {
-    const webhook = this.store.findById(original.webhookId);
+    const { store } = this.deps;
+    const webhook = store.findById(original.webhookId);
     if (!webhook) throw new Error(`webhook ${original.webhookId} is gone`);
     const id = newId('dlv', now);
-    this.store.insertAttempt({
+    store.insertAttempt({
       id,
       accountId: original.accountId,
       webhookId: original.webhookId,
       eventId: original.eventId,
-      attempt: this.store.lastAttemptNumber(original.webhookId, original.eventId) + 1,
+      eventType: original.eventType,
+      attempt: store.lastAttemptNumber(original.webhookId, original.eventId) + 1,
       redelivery: true,
       scheduledAt: now,
+      sendingNow: true,
     });
-    this.store.startSending(id, now);
-    const attempt = this.store.findAttempt(id) as AttemptRecord;
+    const attempt = store.findAttempt(id) as AttemptRecord;
     await this.track(attempt.accountId, this.send(attempt, webhook, now, { manual: true }));
-    return this.store.findAttempt(id) as AttemptRecord;
+    return store.findAttempt(id) as AttemptRecord;
   }
 
   private track(accountId: string, send: Promise<unknown>): Promise<unknown> {
@@ -159,7 +184,7 @@ export class WebhookDelivery {
     sentAt: number,
     options = { manual: false },
   ) {
-    const body = this.store.eventBody(attempt.eventId);
+    const body = this.deps.eventBody(attempt.eventId);
     if (body === undefined) return;
     const result = await this.throttled(webhook.id, () =>
       sendDelivery({
@@ -168,14 +193,14 @@ export class WebhookDelivery {
         body,
         eventId: attempt.eventId,
         attempt: attempt.attempt,
-        timeoutMs: this.config.webhookTimeoutMs,
+        timeoutMs: this.deps.timeoutMs,
       }),
     );
     try {
-      transaction(this.db, () => this.settle(attempt, result, sentAt, options.manual));
+      transaction(this.deps.db, () => this.settle(attempt, result, sentAt, options.manual));
     } catch (error) {
       // The database may be closing under a stopping server; the attempt stays `sending` and is resent.
-      this.logger.error({ err: error, attempt: attempt.id }, 'could not record a delivery outcome');
+      this.deps.logger.error({ err: error, attempt: attempt.id }, 'could not record a delivery outcome');
     }
   }
 
@@ -195,20 +220,20 @@ export class WebhookDelivery {
 
   /** Writes the outcome; a failure schedules the next rung of the ladder, or fails the webhook. */
   private settle(attempt: AttemptRecord, result: DeliveryResult, sentAt: number, manual: boolean): void {
+    const { store } = this.deps;
     if (result.ok || manual) {
-      this.store.recordResult(attempt.id, result, null);
+      store.recordResult(attempt.id, result, null);
       return;
     }
-    const ladder = this.retryLadder(attempt.accountId);
-    const delay = ladder[attempt.attempt];
-    const webhook = this.store.findById(attempt.webhookId);
+    const delay = this.deps.retryLadderOf(attempt.accountId)[attempt.attempt];
+    const webhook = store.findById(attempt.webhookId);
     if (delay !== undefined && webhook?.status === 'active') {
       const dueAt = sentAt + delay;
-      this.store.recordResult(attempt.id, result, dueAt);
+      store.recordResult(attempt.id, result, dueAt);
       this.scheduleAttempt({ ...attempt, attempt: attempt.attempt + 1, dueAt, now: sentAt });
       return;
     }
-    this.store.recordResult(attempt.id, result, null);
+    store.recordResult(attempt.id, result, null);
     if (delay === undefined && webhook?.status === 'active')
       this.failWebhook(webhook, attempt, result, sentAt);
   }
@@ -220,9 +245,10 @@ export class WebhookDelivery {
     result: DeliveryResult,
     at: number,
   ): void {
-    this.store.save({ ...webhook, status: 'failed' });
-    this.store.cancelPending(webhook.id, 'the webhook was marked failed');
-    this.store.insertEmail({
+    const { store, logger } = this.deps;
+    store.save({ ...webhook, status: 'failed' });
+    store.cancelPending(webhook.id, 'the webhook was marked failed');
+    store.insertEmail({
       id: newId('eml', at),
       accountId: webhook.accountId,
       recipient: `owner@${webhook.accountId.toLowerCase()}.sandbox.invalid`,
@@ -236,11 +262,6 @@ export class WebhookDelivery {
       ].join('\n'),
       createdAt: at,
     });
-    this.logger.warn({ webhook: webhook.id, url: webhook.url }, 'webhook marked failed');
-  }
-
-  /** Milliseconds before each retry: the account's own ladder, or the server's. */
-  retryLadder(accountId: string): readonly number[] {
-    return this.accounts.find(accountId)?.webhookRetrySchedule ?? this.config.webhookRetries;
+    logger.warn({ webhook: webhook.id, url: webhook.url }, 'webhook marked failed');
   }
 }

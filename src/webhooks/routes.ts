@@ -1,6 +1,5 @@
 import { createRoute } from '@hono/zod-openapi';
 import { requireScope } from '../http/auth.js';
-import { actorOf } from '../http/context.js';
 import {
   BEARER_SECURITY,
   COMMON_ERRORS,
@@ -10,7 +9,6 @@ import {
   jsonBody,
   jsonResponse,
 } from '../http/router.js';
-import type { State } from '../state.js';
 import {
   CreateWebhookSchema,
   DeletedWebhookSchema,
@@ -18,13 +16,13 @@ import {
   WebhookListSchema,
   WebhookSchema,
 } from './schema.js';
-import { createWebhook, deleteWebhook, getWebhook, presentWebhook, updateWebhook } from './service.js';
+import { presentWebhook, type WebhookService } from './service.js';
 
 const IdParam = idParam('wh_01JD…');
 const security = BEARER_SECURITY;
 const tags = ['Webhooks'];
 
-export function webhookRoutes(state: State) {
+export function webhookRoutes(webhooks: WebhookService) {
   const router = createRouter();
   const read = requireScope('shipments:read');
   const write = requireScope('shipments:write');
@@ -43,7 +41,7 @@ export function webhookRoutes(state: State) {
         ...errorResponses(...COMMON_ERRORS, 422),
       },
     }),
-    (c) => c.json(presentWebhook(createWebhook(state, actorOf(c.get('auth')), c.req.valid('json'))), 201),
+    (c) => c.json(presentWebhook(webhooks.create(c.get('caller'), c.req.valid('json'))), 201),
   );
 
   router.openapi(
@@ -56,7 +54,7 @@ export function webhookRoutes(state: State) {
       middleware: [read] as const,
       responses: { 200: jsonResponse(WebhookListSchema, 'Webhooks'), ...errorResponses(...COMMON_ERRORS) },
     }),
-    (c) => c.json({ data: state.webhooks.list(c.get('auth').account.id).map(presentWebhook) }, 200),
+    (c) => c.json({ data: webhooks.list(c.get('caller')).map(presentWebhook) }, 200),
   );
 
   router.openapi(
@@ -73,7 +71,7 @@ export function webhookRoutes(state: State) {
         ...errorResponses(...COMMON_ERRORS, 404),
       },
     }),
-    (c) => c.json(presentWebhook(getWebhook(state, actorOf(c.get('auth')), c.req.valid('param').id)), 200),
+    (c) => c.json(presentWebhook(webhooks.get(c.get('caller'), c.req.valid('param').id)), 200),
   );
 
   router.openapi(
@@ -92,9 +90,7 @@ export function webhookRoutes(state: State) {
     }),
     (c) =>
       c.json(
-        presentWebhook(
-          updateWebhook(state, actorOf(c.get('auth')), c.req.valid('param').id, c.req.valid('json')),
-        ),
+        presentWebhook(webhooks.update(c.get('caller'), c.req.valid('param').id, c.req.valid('json'))),
         200,
       ),
   );
@@ -113,7 +109,7 @@ export function webhookRoutes(state: State) {
         ...errorResponses(...COMMON_ERRORS, 404),
       },
     }),
-    (c) => c.json(deleteWebhook(state, actorOf(c.get('auth')), c.req.valid('param').id), 200),
+    (c) => c.json(webhooks.delete(c.get('caller'), c.req.valid('param').id), 200),
   );
 
   return router;

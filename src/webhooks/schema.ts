@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import { TimestampSchema } from '../core/schemas.js';
-import { EVENT_TYPES } from '../events/store.js';
+import { EVENT_TYPES } from '../events/schema.js';
 
 export const SECRET_LENGTH = { min: 16, max: 256 } as const;
 export const URL_MAX_LENGTH = 2048;

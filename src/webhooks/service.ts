@@ -3,10 +3,9 @@ import type { Actor } from '../core/actor.js';
 import { ApiError, invalidField, notFound } from '../core/errors.js';
 import { newId } from '../core/ids.js';
 import { formatTimestamp } from '../core/time.js';
-import { transaction } from '../db/database.js';
-import type { State } from '../state.js';
+import { type Db, transaction } from '../db/database.js';
 import type { CreateWebhookInput, UpdateWebhookInput } from './schema.js';
-import type { AttemptRecord, WebhookRecord } from './store.js';
+import type { AttemptRecord, WebhookRecord, WebhookStore } from './store.js';
 
 /**
  * Receivers must be `https://` (the specification), except on loopback hosts, where a developer's
@@ -71,56 +70,76 @@ export function presentAttempt(attempt: AttemptRecord) {
   };
 }
 
-export function createWebhook(state: State, actor: Actor, input: CreateWebhookInput): WebhookRecord {
-  return state.webhooks.insert({
-    id: newId('wh', actor.now),
-    accountId: actor.accountId,
-    url: checkWebhookUrl(input.url, state.config.allowHttpWebhooks),
-    events: input.events,
-    secret: input.secret,
-    status: 'active',
-    createdAt: actor.now,
-  });
-}
+/** Registering, reading, changing and deleting webhooks. */
+export class WebhookService {
+  constructor(
+    private readonly deps: {
+      db: Db;
+      store: WebhookStore;
+      /** `--allow-http-webhooks`: plain http:// receivers on any host. */
+      allowHttpWebhooks: boolean;
+    },
+  ) {}
 
-export function getWebhook(state: State, actor: Actor, id: string): WebhookRecord {
-  const webhook = state.webhooks.find(actor.accountId, id);
-  if (!webhook) throw notFound('webhook', id);
-  return webhook;
-}
+  create(actor: Actor, input: CreateWebhookInput): WebhookRecord {
+    return this.deps.store.insert({
+      id: newId('wh', actor.now),
+      accountId: actor.accountId,
+      url: checkWebhookUrl(input.url, this.deps.allowHttpWebhooks),
+      events: input.events,
+      secret: input.secret,
+      status: 'active',
+      createdAt: actor.now,
+    });
+  }
 
-/** Changes what is given; `status: active` re-activates a failed webhook, which then gets new events again. */
-export function updateWebhook(
-  state: State,
-  actor: Actor,
-  id: string,
-  change: UpdateWebhookInput,
-): WebhookRecord {
-  return transaction(state.db, () => {
-    const webhook = getWebhook(state, actor, id);
-    if (Object.keys(change).length === 0) {
-      throw new ApiError(422, 'missing_field', 'Give at least one of url, events, secret, status.', {
-        field: 'url',
-      });
-    }
-    const updated: WebhookRecord = {
-      ...webhook,
-      url:
-        change.url === undefined ? webhook.url : checkWebhookUrl(change.url, state.config.allowHttpWebhooks),
-      events: change.events ?? webhook.events,
-      secret: change.secret ?? webhook.secret,
-      status: change.status ?? webhook.status,
-    };
-    if (updated.status === 'disabled') state.webhooks.cancelPending(webhook.id, 'the webhook was disabled');
-    state.webhooks.save(updated);
-    return updated;
-  });
-}
+  get(actor: Actor, id: string): WebhookRecord {
+    const webhook = this.deps.store.find(actor.accountId, id);
+    if (!webhook) throw notFound('webhook', id);
+    return webhook;
+  }
 
-export function deleteWebhook(state: State, actor: Actor, id: string): { id: string; deleted: true } {
-  return transaction(state.db, () => {
-    const webhook = getWebhook(state, actor, id);
-    state.webhooks.delete(webhook, actor.now);
-    return { id: webhook.id, deleted: true as const };
-  });
+  list(actor: Actor): WebhookRecord[] {
+    return this.deps.store.list(actor.accountId);
+  }
+
+  /** Changes what is given; `status: active` re-activates a failed webhook, which then gets new events again. */
+  update(actor: Actor, id: string, change: UpdateWebhookInput): WebhookRecord {
+    const { db, store } = this.deps;
+    return transaction(db, () => {
+      const webhook = this.get(actor, id);
+      if (Object.keys(change).length === 0) {
+        throw new ApiError(422, 'missing_field', 'Give at least one of url, events, secret, status.', {
+          field: 'url',
+        });
+      }
+      const updated: WebhookRecord = {
+        ...webhook,
+        url:
+          change.url === undefined ? webhook.url : checkWebhookUrl(change.url, this.deps.allowHttpWebhooks),
+        events: change.events ?? webhook.events,
+        secret: change.secret ?? webhook.secret,
+        status: change.status ?? webhook.status,
+      };
+      if (updated.status === 'disabled') store.cancelPending(webhook.id, 'the webhook was disabled');
+      store.save(updated);
+      return updated;
+    });
+  }
+
+  delete(actor: Actor, id: string): { id: string; deleted: true } {
+    const { db, store } = this.deps;
+    return transaction(db, () => {
+      const webhook = this.get(actor, id);
+      store.delete(webhook, actor.now);
+      return { id: webhook.id, deleted: true as const };
+    });
+  }
+
+  /** A delivery attempt of the account, by id. */
+  attempt(actor: Actor, id: string): AttemptRecord {
+    const attempt = this.deps.store.findAttempt(id);
+    if (!attempt || attempt.accountId !== actor.accountId) throw notFound('delivery', id);
+    return attempt;
+  }
 }

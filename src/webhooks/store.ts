@@ -1,6 +1,5 @@
 import type { Db } from '../db/database.js';
-import { storedBody } from '../events/packing.js';
-import type { EventType } from '../events/store.js';
+import type { EventType } from '../events/schema.js';
 import type { DeliveryErrorKind, DeliveryResult } from './send.js';
 
 export type WebhookStatus = 'active' | 'failed' | 'disabled';
@@ -97,9 +96,7 @@ const toAttempt = (row: AttemptRow): AttemptRecord => ({
   nextAttemptAt: row.next_attempt_at,
 });
 
-const ATTEMPT_COLUMNS = 'a.*, e.type AS event_type';
-
-/** SQL for webhooks, their delivery attempts and the e-mail outbox. */
+/** The webhooks, their delivery attempts and the e-mail outbox (`webhooks`, `webhook_attempts`, `emails`). */
 export class WebhookStore {
   private readonly insertWebhook;
   private readonly updateWebhook;
@@ -115,11 +112,13 @@ export class WebhookStore {
   private readonly cancelPendingStatement;
   private readonly insertEmailStatement;
   private readonly selectEmails;
-  private readonly selectBody;
   private readonly markDeleted;
   private readonly cancelAttemptStatement;
   private readonly selectLastAttempt;
   private readonly selectAnyWebhook;
+  private readonly selectDue;
+  private readonly selectEarliestDue;
+  private readonly deleteStatements;
 
   constructor(db: Db) {
     this.selectLastAttempt = db.prepare<[string, string], { n: number | null }>(
@@ -149,19 +148,29 @@ export class WebhookStore {
        ORDER BY w.created_at, w.rowid`,
     );
     this.insertAttemptStatement = db.prepare(
-      `INSERT INTO webhook_attempts (id, account_id, webhook_id, event_id, attempt, redelivery, status, scheduled_at)
-       VALUES (@id, @accountId, @webhookId, @eventId, @attempt, @redelivery, 'scheduled', @scheduledAt)`,
+      `INSERT INTO webhook_attempts (id, account_id, webhook_id, event_id, event_type, attempt, redelivery, status,
+         scheduled_at, sent_at)
+       VALUES (@id, @accountId, @webhookId, @eventId, @eventType, @attempt, @redelivery, @status, @scheduledAt, @sentAt)`,
     );
-    this.selectAttempt = db.prepare<[string], AttemptRow>(
-      `SELECT ${ATTEMPT_COLUMNS} FROM webhook_attempts a JOIN events e ON e.id = a.event_id WHERE a.id = ?`,
-    );
+    this.selectAttempt = db.prepare<[string], AttemptRow>('SELECT * FROM webhook_attempts WHERE id = ?');
     this.selectAttempts = db.prepare<[string, number], AttemptRow>(
-      `SELECT ${ATTEMPT_COLUMNS} FROM webhook_attempts a JOIN events e ON e.id = a.event_id
-       WHERE a.webhook_id = ? ORDER BY a.seq DESC LIMIT ?`,
+      'SELECT * FROM webhook_attempts WHERE webhook_id = ? ORDER BY seq DESC LIMIT ?',
     );
     this.selectInterrupted = db.prepare<[], AttemptRow>(
-      `SELECT ${ATTEMPT_COLUMNS} FROM webhook_attempts a JOIN events e ON e.id = a.event_id
-       WHERE a.status = 'sending' ORDER BY a.seq`,
+      "SELECT * FROM webhook_attempts WHERE status = 'sending' ORDER BY seq",
+    );
+    // Both read the partial index webhook_attempts_due, which holds the scheduled attempts only.
+    this.selectDue = db.prepare<[string, number], AttemptRow>(
+      `SELECT * FROM webhook_attempts WHERE status = 'scheduled' AND account_id = ? AND scheduled_at <= ?
+       ORDER BY scheduled_at, seq LIMIT 1`,
+    );
+    this.selectEarliestDue = db.prepare<[], { account_id: string; due_at: number }>(
+      `SELECT account_id, min(scheduled_at) AS due_at FROM webhook_attempts WHERE status = 'scheduled'
+       GROUP BY account_id`,
+    );
+    // Children first: attempts and e-mails, then the webhooks they belong to.
+    this.deleteStatements = ['webhook_attempts', 'emails', 'webhooks'].map((table) =>
+      db.prepare(`DELETE FROM ${table} WHERE account_id = ?`),
     );
     this.markSending = db.prepare(
       "UPDATE webhook_attempts SET status = 'sending', sent_at = @sentAt WHERE id = @id",
@@ -185,9 +194,6 @@ export class WebhookStore {
       { id: string; recipient: string; subject: string; body: string; created_at: number }
     >(
       'SELECT id, recipient, subject, body, created_at FROM emails WHERE account_id = ? ORDER BY seq DESC LIMIT ?',
-    );
-    this.selectBody = db.prepare<[string], { body: string; packed: Buffer | null }>(
-      'SELECT body, packed FROM events WHERE id = ?',
     );
   }
 
@@ -228,16 +234,36 @@ export class WebhookStore {
     return this.selectSubscribers.all(accountId, type).map(toWebhook);
   }
 
+  /** A new attempt: `scheduled` for its due time, or (a manual redelivery) `sending` at once. */
   insertAttempt(attempt: {
     id: string;
     accountId: string;
     webhookId: string;
     eventId: string;
+    eventType: EventType;
     attempt: number;
     redelivery: boolean;
     scheduledAt: number;
+    sendingNow?: boolean;
   }): void {
-    this.insertAttemptStatement.run({ ...attempt, redelivery: attempt.redelivery ? 1 : 0 });
+    const { sendingNow, ...columns } = attempt;
+    this.insertAttemptStatement.run({
+      ...columns,
+      redelivery: attempt.redelivery ? 1 : 0,
+      status: sendingNow ? 'sending' : 'scheduled',
+      sentAt: sendingNow ? attempt.scheduledAt : null,
+    });
+  }
+
+  /** The account's earliest scheduled attempt due at or before `until`. */
+  nextDue(accountId: string, until: number): AttemptRecord | undefined {
+    const row = this.selectDue.get(accountId, until);
+    return row && toAttempt(row);
+  }
+
+  /** Every account with scheduled attempts, and its earliest due time. */
+  earliestDue(): { accountId: string; dueAt: number }[] {
+    return this.selectEarliestDue.all().map((row) => ({ accountId: row.account_id, dueAt: row.due_at }));
   }
 
   findAttempt(id: string): AttemptRecord | undefined {
@@ -283,12 +309,6 @@ export class WebhookStore {
     this.cancelPendingStatement.run({ webhookId, reason });
   }
 
-  /** The event's envelope, byte for byte as first sent. */
-  eventBody(eventId: string): string | undefined {
-    const row = this.selectBody.get(eventId);
-    return row && storedBody(row);
-  }
-
   insertEmail(email: {
     id: string;
     accountId: string;
@@ -302,5 +322,9 @@ export class WebhookStore {
 
   emails(accountId: string, limit: number) {
     return this.selectEmails.all(accountId, limit);
+  }
+
+  deleteAccount(accountId: string): void {
+    for (const statement of this.deleteStatements) statement.run(accountId);
   }
 }

@@ -1,6 +1,6 @@
 import { newId } from '../core/ids.js';
 import { formatTimestamp } from '../core/time.js';
-import type { EventType } from '../events/store.js';
+import type { EventType } from './schema.js';
 
 /**
  * Sample `data` for each event type, shaped exactly as the real events' data, for

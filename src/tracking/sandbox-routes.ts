@@ -1,7 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Actor } from '../core/actor.js';
 import { TimestampSchema } from '../core/schemas.js';
-import { actorOf } from '../http/context.js';
 import {
   BEARER_SECURITY,
   createRouter,
@@ -10,15 +9,8 @@ import {
   jsonBody,
   jsonResponse,
 } from '../http/router.js';
-import type { State } from '../state.js';
-import { TrackingNumberParam, TrackingSchema, TrackingStatusSchema } from '../tracking/schema.js';
-import {
-  activeLabelOf,
-  advanceTracking,
-  appendCustomEvent,
-  labelByTrackingNumber,
-  switchScenario,
-} from '../tracking/service.js';
+import { TrackingNumberParam, TrackingSchema, TrackingStatusSchema } from './schema.js';
+import type { TrackingService } from './service.js';
 
 const security = BEARER_SECURITY;
 const tags = ['Sandbox controls'];
@@ -71,61 +63,15 @@ const CustomEventSchema = z
   .strict()
   .openapi('CustomTrackingEvent');
 
-const ScenarioListSchema = z
-  .object({
-    data: z.array(
-      z.object({
-        name: z.string(),
-        description: z.string(),
-        steps: z.array(
-          z.object({
-            after: z.number().openapi({ description: 'seconds after the previous step' }),
-            status: TrackingStatusSchema,
-            description: z.string().optional(),
-            at: z.string().optional(),
-          }),
-        ),
-      }),
-    ),
-  })
-  .openapi('ScenarioList');
-
 /**
  * QA's levers on tracking: start another scenario, jump to a status, or add an event. Each works by
  * shipment id and by tracking number.
  */
-export function trackingControlRoutes(state: State) {
+export function trackingControlRoutes(tracking: TrackingService) {
   const router = createRouter();
 
-  router.openapi(
-    createRoute({
-      method: 'get',
-      path: '/scenarios',
-      tags,
-      summary: 'The scenarios a label can play',
-      security,
-      responses: { 200: jsonResponse(ScenarioListSchema, 'Scenarios'), ...errorResponses(401, 500) },
-    }),
-    (c) =>
-      c.json(
-        {
-          data: [...state.scenarios.values()].map((scenario) => ({
-            name: scenario.name,
-            description: scenario.description,
-            steps: scenario.steps.map((step) => ({
-              after: step.afterMs / 1000,
-              status: step.status,
-              ...(step.description === undefined ? {} : { description: step.description }),
-              ...(step.at === undefined ? {} : { at: step.at }),
-            })),
-          })),
-        },
-        200,
-      ),
-  );
-
-  const byShipment = (actor: Actor, id: string) => activeLabelOf(state, actor, id);
-  const byNumber = (actor: Actor, n: string) => labelByTrackingNumber(state, actor, n);
+  const byShipment = (actor: Actor, id: string) => tracking.activeLabelOf(actor, id);
+  const byNumber = (actor: Actor, n: string) => tracking.labelByTrackingNumber(actor, n);
 
   for (const [prefix, params, find] of [
     [
@@ -155,9 +101,9 @@ export function trackingControlRoutes(state: State) {
         },
       }),
       (c) => {
-        const actor = actorOf(c.get('auth'));
+        const actor = c.get('caller');
         const label = find(actor, c.req.valid('param') as Record<string, string>);
-        return c.json(switchScenario(state, actor, label, c.req.valid('json').name), 200);
+        return c.json(tracking.switchScenario(actor, label, c.req.valid('json').name), 200);
       },
     );
 
@@ -172,9 +118,9 @@ export function trackingControlRoutes(state: State) {
         responses: { 200: jsonResponse(TrackingSchema, 'The tracking record'), ...errorResponses(...ERRORS) },
       }),
       (c) => {
-        const actor = actorOf(c.get('auth'));
+        const actor = c.get('caller');
         const label = find(actor, c.req.valid('param') as Record<string, string>);
-        return c.json(advanceTracking(state, actor, label, c.req.valid('json').status), 200);
+        return c.json(tracking.advance(actor, label, c.req.valid('json').status), 200);
       },
     );
 
@@ -189,9 +135,9 @@ export function trackingControlRoutes(state: State) {
         responses: { 201: jsonResponse(TrackingSchema, 'The tracking record'), ...errorResponses(...ERRORS) },
       }),
       (c) => {
-        const actor = actorOf(c.get('auth'));
+        const actor = c.get('caller');
         const label = find(actor, c.req.valid('param') as Record<string, string>);
-        return c.json(appendCustomEvent(state, actor, label, c.req.valid('json')), 201);
+        return c.json(tracking.appendCustomEvent(actor, label, c.req.valid('json')), 201);
       },
     );
   }

@@ -1,18 +1,20 @@
 import type { Logger } from 'pino';
-import type { AccountStore } from '../accounts/store.js';
+import { type ClockState, clockNow } from '../core/clock.js';
 import { newId } from '../core/ids.js';
 import { DAY, formatTimestamp } from '../core/time.js';
 import type { Db } from '../db/database.js';
-import { clockNow } from './clock.js';
 
 /**
- * The durable scheduler: work due at a virtual instant on an account's clock. Jobs live in SQLite, so
- * they survive a restart; they run when the account's clock reaches them, whether it gets there by
- * running (at any speed) or by jumping (`POST /_sandbox/clock/advance`). Each job runs with `now`
- * equal to its own due time, so what it records is stamped as if it had run exactly on time.
+ * The durable scheduler: work due at a virtual instant on an account's clock. Due work lives in
+ * SQLite, so it survives a restart; it runs when the account's clock reaches it, whether it gets
+ * there by running (at any speed) or by jumping (`POST /_sandbox/clock/advance`). Each item runs with
+ * `now` equal to its own due time, so what it records is stamped as if it had run exactly on time.
  *
- * Runs of one account are serialised (a jump and the background timer never run the same job twice);
- * accounts do not wait for one another.
+ * Due work comes from queues. The scheduler's own is the `jobs` table (kinds with handlers, such as a
+ * tracking step); a module whose work already has a row of its own with a due time and a state (a
+ * webhook delivery attempt) offers that table as a queue instead, so the row's state is the only
+ * state. Runs of one account are serialised (a jump and the background timer never run the same item
+ * twice); accounts do not wait for one another.
  */
 
 export interface Job<P = unknown> {
@@ -36,6 +38,29 @@ export interface RanJob {
   due_at: string;
   [detail: string]: unknown;
 }
+
+/** One item of a queue that is due: run in due order, ties in the order they were queued. */
+export interface DueItem {
+  dueAt: number;
+  order: number;
+  run(): RanJob | Promise<RanJob>;
+}
+
+/** Due work a module keeps in its own table. */
+export interface DueQueue {
+  /** Every account with work queued, and its earliest due instant (the background timer plans from it). */
+  earliestDue(): Iterable<{ accountId: string; dueAt: number }>;
+  /** The account's earliest item due at or before `until`. */
+  nextDue(accountId: string, until: number): DueItem | undefined;
+  /**
+   * Resolves once the account's work handed off by `run` (a send on the wire) has its outcome
+   * written. An advance waits for it, then runs whatever that scheduled within its range.
+   */
+  settled?(accountId: string): Promise<void>;
+}
+
+/** Where the scheduler reads each account's clock. */
+export type ClockOf = (accountId: string) => ClockState | undefined;
 
 interface JobRow {
   seq: number;
@@ -61,7 +86,8 @@ export const FINISHED_JOB_RETENTION_MS = DAY;
 
 export class Scheduler {
   private readonly handlers = new Map<string, JobHandler>();
-  private readonly settlers: ((accountId: string) => Promise<void>)[] = [];
+  /** The jobs table first: at equal due times a job runs before another queue's item. */
+  private readonly queues: DueQueue[];
   /** The tail of each account's queue of runs. */
   private readonly accountLocks = new Map<string, Promise<unknown>>();
   private timer: NodeJS.Timeout | undefined;
@@ -81,10 +107,11 @@ export class Scheduler {
   private readonly resetRunningStatement;
   private readonly purgeStatement;
   private readonly nextAccountWithFinishedStatement;
+  private readonly deleteAccountStatement;
 
   constructor(
     private readonly db: Db,
-    private readonly accounts: AccountStore,
+    private readonly clockOf: ClockOf,
     private readonly logger: Logger,
     private readonly realNow: () => number = Date.now,
   ) {
@@ -113,6 +140,7 @@ export class Scheduler {
       "SELECT account_id, min(due_at) AS due_at FROM jobs WHERE state = 'pending' GROUP BY account_id",
     );
     this.resetRunningStatement = db.prepare("UPDATE jobs SET state = 'pending' WHERE state = 'running'");
+    this.deleteAccountStatement = db.prepare('DELETE FROM jobs WHERE account_id = ?');
     // Only finished jobs have a `finished_at`; the partial index jobs_finished holds just those.
     this.purgeStatement = db.prepare(
       'DELETE FROM jobs WHERE account_id = @accountId AND finished_at IS NOT NULL AND finished_at < @before',
@@ -123,10 +151,32 @@ export class Scheduler {
         'SELECT account_id FROM jobs WHERE finished_at IS NOT NULL AND account_id > ? ORDER BY account_id LIMIT 1',
       )
       .pluck();
+    this.queues = [
+      {
+        earliestDue: () =>
+          this.accountsWithWorkStatement
+            .all()
+            .map((row) => ({ accountId: row.account_id, dueAt: row.due_at })),
+        nextDue: (accountId, until) => {
+          const row = this.nextDueStatement.get(accountId, until);
+          return row && { dueAt: row.due_at, order: row.seq, run: () => this.runOne(row) };
+        },
+      },
+    ];
   }
 
   register<P>(kind: string, handler: JobHandler<P>): void {
     this.handlers.set(kind, handler as JobHandler);
+  }
+
+  /** Adds a module's queue of due work; the module calls `wakeFor` whenever it queues an item. */
+  addQueue(queue: DueQueue): void {
+    this.queues.push(queue);
+  }
+
+  /** Deletes every job of the account, pending or finished (an account's reset). */
+  deleteAccount(accountId: string): void {
+    this.deleteAccountStatement.run(accountId);
   }
 
   /** Adds a job; call inside the transaction of the change that causes it. */
@@ -166,14 +216,6 @@ export class Scheduler {
   }
 
   /**
-   * Work a job hands off instead of finishing (a webhook send on the wire). An advance waits for it
-   * to settle, then runs whatever it scheduled that falls due within the advance.
-   */
-  addSettler(settle: (accountId: string) => Promise<void>): void {
-    this.settlers.push(settle);
-  }
-
-  /**
    * Runs, in time order, every job of the account due at or before `until`, including jobs those
    * jobs schedule within the range, then `afterwards` (still holding the account's turn). With
    * `settle`, hand-offs are awaited too, as an advance must; the background timer does not wait.
@@ -187,11 +229,11 @@ export class Scheduler {
     return this.withAccountLock(accountId, async () => {
       const ran: RanJob[] = [];
       for (;;) {
-        for (let row = this.nextDue(accountId, until); row; row = this.nextDue(accountId, until)) {
-          ran.push(await this.runOne(row));
+        for (let item = this.nextDue(accountId, until); item; item = this.nextDue(accountId, until)) {
+          ran.push(await item.run());
         }
         if (!options.settle) break;
-        await Promise.all(this.settlers.map((settle) => settle(accountId)));
+        await Promise.all(this.queues.map((queue) => queue.settled?.(accountId)));
         if (!this.nextDue(accountId, until)) break;
       }
       this.purgeFinished(accountId, until);
@@ -205,8 +247,14 @@ export class Scheduler {
     return this.purgeStatement.run({ accountId, before: now - FINISHED_JOB_RETENTION_MS }).changes;
   }
 
-  private nextDue(accountId: string, until: number): JobRow | undefined {
-    return this.nextDueStatement.get(accountId, until);
+  /** The earliest item due by `until` across the queues. */
+  private nextDue(accountId: string, until: number): DueItem | undefined {
+    let first: DueItem | undefined;
+    for (const queue of this.queues) {
+      const item = queue.nextDue(accountId, until);
+      if (item && (!first || item.dueAt < first.dueAt)) first = item;
+    }
+    return first;
   }
 
   /**
@@ -279,8 +327,8 @@ export class Scheduler {
       accountId !== undefined;
       accountId = this.nextAccountWithFinishedStatement.get(accountId)
     ) {
-      const account = this.accounts.find(accountId);
-      if (account) this.purgeFinished(accountId, clockNow(account.clock, realNow));
+      const clock = this.clockOf(accountId);
+      if (clock) this.purgeFinished(accountId, clockNow(clock, realNow));
     }
     this.stopped = false;
     return this.tick();
@@ -305,20 +353,20 @@ export class Scheduler {
   }
 
   /**
-   * A job was added: re-plan only if it falls due before the timer would fire anyway. A label adds a
+   * Work was queued: re-plan only if it falls due before the timer would fire anyway. A label adds a
    * dozen jobs, and re-planning from scratch reads every pending job.
    */
-  private wakeFor(accountId: string, dueAt: number): void {
+  wakeFor(accountId: string, dueAt: number): void {
     if (this.stopped) return;
-    const account = this.accounts.find(accountId);
-    if (!account) return;
-    const virtualNow = clockNow(account.clock, this.realNow());
-    if (dueAt > virtualNow && account.clock.frozen) return;
+    const clock = this.clockOf(accountId);
+    if (!clock) return;
+    const virtualNow = clockNow(clock, this.realNow());
+    if (dueAt > virtualNow && clock.frozen) return;
     if (dueAt <= virtualNow) {
       this.wake();
       return;
     }
-    const delay = Math.ceil((dueAt - virtualNow) / account.clock.speed);
+    const delay = Math.ceil((dueAt - virtualNow) / clock.speed);
     if (performance.now() + delay >= this.plannedWakeAt) return;
     if (this.ticking) this.wokenDuringTick = true;
     else this.arm(delay);
@@ -341,14 +389,20 @@ export class Scheduler {
     this.ticking = (async () => {
       const realNow = this.realNow();
       const runs: Promise<unknown>[] = [];
-      for (const { account_id: accountId, due_at: dueAt } of this.accountsWithWorkStatement.all()) {
-        const account = this.accounts.find(accountId);
-        if (!account) continue;
-        const now = clockNow(account.clock, realNow);
+      const earliest = new Map<string, number>();
+      for (const queue of this.queues) {
+        for (const { accountId, dueAt } of queue.earliestDue()) {
+          earliest.set(accountId, Math.min(dueAt, earliest.get(accountId) ?? dueAt));
+        }
+      }
+      for (const [accountId, dueAt] of earliest) {
+        const clock = this.clockOf(accountId);
+        if (!clock) continue;
+        const now = clockNow(clock, realNow);
         if (dueAt <= now) {
           runs.push(this.runDue(accountId, now));
-        } else if (!account.clock.frozen) {
-          sleep = Math.min(sleep, Math.ceil((dueAt - now) / account.clock.speed));
+        } else if (!clock.frozen) {
+          sleep = Math.min(sleep, Math.ceil((dueAt - now) / clock.speed));
         }
       }
       await Promise.all(runs);

@@ -1,5 +1,5 @@
-import { durationMillis } from '../core/duration.js';
-import { invalidField, invalidParameter } from '../core/errors.js';
+import { durationMillis } from './duration.js';
+import { invalidField, invalidParameter } from './errors.js';
 
 /**
  * An account's virtual clock. It is stored as an anchor pair (a real instant and the virtual

@@ -1,23 +1,13 @@
 import { createRoute, z } from '@hono/zod-openapi';
-import { ApiError, notFound } from '../core/errors.js';
+import { ApiError } from '../core/errors.js';
 import { parseLimit } from '../core/paging.js';
 import { TimestampSchema } from '../core/schemas.js';
 import { formatTimestamp } from '../core/time.js';
-import { transaction } from '../db/database.js';
-import { EVENT_TYPES } from '../events/store.js';
-import {
-  BEARER_SECURITY,
-  createRouter,
-  errorResponses,
-  idParam,
-  jsonBody,
-  jsonResponse,
-} from '../http/router.js';
-import type { State } from '../state.js';
-import { sampleEventData } from '../webhooks/sample-events.js';
-import { AttemptListSchema, AttemptSchema } from '../webhooks/schema.js';
-import { getWebhook, presentAttempt } from '../webhooks/service.js';
-import { EventSchema } from './schema.js';
+import { BEARER_SECURITY, createRouter, errorResponses, idParam, jsonResponse } from '../http/router.js';
+import type { WebhookDelivery } from './delivery.js';
+import { AttemptListSchema, AttemptSchema } from './schema.js';
+import { presentAttempt, type WebhookService } from './service.js';
+import type { WebhookStore } from './store.js';
 
 const security = BEARER_SECURITY;
 const tags = ['Sandbox controls'];
@@ -28,11 +18,6 @@ const LimitQuery = z.object({
     .optional()
     .openapi({ param: { name: 'limit', in: 'query' }, example: '100' }),
 });
-
-const TriggerSchema = z
-  .object({ event: z.enum(EVENT_TYPES).openapi({ example: 'tracking.delivered' }) })
-  .strict()
-  .openapi('TriggerEvent');
 
 const EmailListSchema = z
   .object({
@@ -48,8 +33,12 @@ const EmailListSchema = z
   })
   .openapi('EmailList');
 
-/** Inspection of webhook traffic, redelivery, test events and the e-mail outbox. */
-export function webhookControlRoutes(state: State) {
+/** Inspection of webhook traffic, redelivery, and the e-mail outbox. */
+export function webhookControlRoutes(
+  webhooks: WebhookService,
+  delivery: WebhookDelivery,
+  store: WebhookStore,
+) {
   const router = createRouter();
 
   router.openapi(
@@ -59,21 +48,13 @@ export function webhookControlRoutes(state: State) {
       tags,
       summary: 'Every delivery attempt of a webhook, newest first',
       security,
-      request: {
-        params: idParam(),
-        query: LimitQuery,
-      },
+      request: { params: idParam(), query: LimitQuery },
       responses: { 200: jsonResponse(AttemptListSchema, 'Attempts'), ...errorResponses(...ERRORS) },
     }),
     (c) => {
-      const auth = c.get('auth');
-      const webhook = getWebhook(
-        state,
-        { accountId: auth.account.id, now: auth.now },
-        c.req.valid('param').id,
-      );
+      const webhook = webhooks.get(c.get('caller'), c.req.valid('param').id);
       const limit = parseLimit(c.req.valid('query').limit, { default: 100, max: 1000 });
-      return c.json({ data: state.webhooks.attempts(webhook.id, limit).map(presentAttempt) }, 200);
+      return c.json({ data: store.attempts(webhook.id, limit).map(presentAttempt) }, 200);
     },
   );
 
@@ -88,34 +69,12 @@ export function webhookControlRoutes(state: State) {
       responses: { 200: jsonResponse(AttemptSchema, 'The new attempt'), ...errorResponses(...ERRORS) },
     }),
     async (c) => {
-      const auth = c.get('auth');
-      const original = state.webhooks.findAttempt(c.req.valid('param').id);
-      if (!original || original.accountId !== auth.account.id)
-        throw notFound('delivery', c.req.valid('param').id);
-      if (!state.webhooks.find(auth.account.id, original.webhookId)) {
+      const caller = c.get('caller');
+      const original = webhooks.attempt(caller, c.req.valid('param').id);
+      if (!store.find(caller.accountId, original.webhookId)) {
         throw new ApiError(422, 'webhook_deleted', `The webhook of delivery ${original.id} was deleted.`);
       }
-      return c.json(presentAttempt(await state.delivery.redeliver(original, auth.now)), 200);
-    },
-  );
-
-  router.openapi(
-    createRoute({
-      method: 'post',
-      path: '/events/trigger',
-      tags,
-      summary: "Fire an event with sample data to the account's webhooks",
-      security,
-      request: { body: jsonBody(TriggerSchema) },
-      responses: { 201: jsonResponse(EventSchema, 'The event envelope'), ...errorResponses(...ERRORS) },
-    }),
-    (c) => {
-      const { event } = c.req.valid('json');
-      const auth = c.get('auth');
-      const envelope = transaction(state.db, () =>
-        state.events.record(auth.account.id, event, sampleEventData(event, auth.now), auth.now),
-      );
-      return c.json(envelope, 201);
+      return c.json(presentAttempt(await delivery.redeliver(original, caller.now)), 200);
     },
   );
 
@@ -131,7 +90,7 @@ export function webhookControlRoutes(state: State) {
     }),
     (c) => {
       const limit = parseLimit(c.req.valid('query').limit, { default: 100, max: 1000 });
-      const emails = state.webhooks.emails(c.get('auth').account.id, limit);
+      const emails = store.emails(c.get('caller').accountId, limit);
       return c.json(
         {
           data: emails.map((email) => ({

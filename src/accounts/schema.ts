@@ -1,8 +1,7 @@
 import { z } from '@hono/zod-openapi';
-import { PLANS } from '../accounts/plans.js';
-import { MAX_CLOCK_SPEED } from '../clock/clock.js';
+import { SCOPES } from '../core/actor.js';
 import { TimestampSchema } from '../core/schemas.js';
-import { EVENT_TYPES } from '../events/store.js';
+import { PLANS } from './plans.js';
 
 export const CreateAccountSchema = z
   .object({
@@ -21,53 +20,6 @@ export const AccountCreatedSchema = z
     api_key: z.string().openapi({ description: 'an all-scopes test key; shown only here' }),
   })
   .openapi('AccountCreated');
-
-export const ClockSchema = z
-  .object({ now: TimestampSchema, speed: z.number(), frozen: z.boolean() })
-  .openapi('Clock');
-
-export const ClockSettingsSchema = z
-  .object({
-    speed: z
-      .number()
-      .positive('must be greater than 0')
-      .max(MAX_CLOCK_SPEED, `must be at most ${MAX_CLOCK_SPEED}`)
-      .optional()
-      .openapi({ example: 3600, description: '1 = real time; 3600 = an hour a second' }),
-    frozen: z.boolean().optional(),
-  })
-  .strict()
-  .openapi('ClockSettings');
-
-const Duration = z
-  .union([z.number(), z.string()])
-  .openapi({ example: '2h', description: 'seconds, or a string such as "90s", "5m", "2h", "3d"' });
-
-export const AdvanceClockSchema = z
-  .object({ by: Duration.optional(), to: TimestampSchema.optional() })
-  .strict()
-  .openapi('AdvanceClock', { description: 'exactly one of `by` and `to`' });
-
-export const AdvancedClockSchema = ClockSchema.extend({
-  ran: z.array(z.object({ kind: z.string(), due_at: TimestampSchema }).passthrough()),
-}).openapi('AdvancedClock');
-
-export const EventSchema = z
-  .object({ id: z.string(), event: z.enum(EVENT_TYPES), created_at: TimestampSchema, data: z.unknown() })
-  .openapi('Event');
-
-export const EventListQuerySchema = z.object({
-  event: z
-    .string()
-    .optional()
-    .openapi({ param: { name: 'event', in: 'query' }, example: 'shipment.created' }),
-  limit: z
-    .string()
-    .optional()
-    .openapi({ param: { name: 'limit', in: 'query' }, example: '100' }),
-});
-
-export const EventListSchema = z.object({ data: z.array(EventSchema) }).openapi('EventList');
 
 export const AccountSchema = z
   .object({
@@ -103,3 +55,46 @@ export const AccountSettingsSchema = z
   })
   .strict()
   .openapi('AccountSettings');
+
+export const CreateKeySchema = z
+  .object({
+    name: z.string().trim().min(1, 'must not be empty').max(100, 'must be at most 100 characters'),
+    scopes: z
+      .array(z.enum(SCOPES))
+      .min(1, 'must name at least one scope')
+      .refine((list) => new Set(list).size === list.length, 'must not name a scope twice')
+      .optional()
+      .openapi({ description: 'a subset of the scopes; all of them when omitted' }),
+  })
+  .strict()
+  .openapi('CreateKey');
+
+export const KeySchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    scopes: z.array(z.enum(SCOPES)),
+    created_at: TimestampSchema,
+    last_used_at: TimestampSchema.nullable(),
+    last4: z.string().openapi({ description: 'the last four characters of the value' }),
+    revoked_at: TimestampSchema.nullable(),
+  })
+  .openapi('ApiKey');
+
+export const KeyListSchema = z.object({ data: z.array(KeySchema) });
+
+export const CreatedKeySchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    scopes: z.array(z.enum(SCOPES)),
+    created_at: TimestampSchema,
+    value: z.string().openapi({ description: 'the key itself, shown only in this answer' }),
+  })
+  .openapi('CreatedKey');
+
+export const RevokedKeySchema = z.object({ id: z.string(), revoked_at: TimestampSchema });
+
+export type CreateAccountInput = z.infer<typeof CreateAccountSchema>;
+export type AccountSettingsInput = z.infer<typeof AccountSettingsSchema>;
+export type CreateKeyInput = z.infer<typeof CreateKeySchema>;

@@ -1,0 +1,158 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import { formatTimestamp } from '../core/time.js';
+import { requireAdminToken } from '../http/auth.js';
+import { requireJsonObjectBody } from '../http/body.js';
+import {
+  BEARER_SECURITY,
+  createRouter,
+  errorResponses,
+  idParam,
+  jsonBody,
+  jsonResponse,
+} from '../http/router.js';
+import {
+  AccountCreatedSchema,
+  AccountSchema,
+  AccountSettingsSchema,
+  CreateAccountSchema,
+  CreatedKeySchema,
+  CreateKeySchema,
+  KeyListSchema,
+  RevokedKeySchema,
+} from './schema.js';
+import type { AccountService } from './service.js';
+
+const security = BEARER_SECURITY;
+const tags = ['Sandbox controls'];
+const ACCOUNT_ERRORS = [400, 401, 500] as const;
+const KEY_ERRORS = [400, 401, 404, 422, 500] as const;
+
+/** `POST /_sandbox/accounts`: open, unless the server has an admin token. */
+export function accountCreationRoutes(accounts: AccountService, adminToken: string | undefined) {
+  const router = createRouter();
+  router.openapi(
+    createRoute({
+      method: 'post',
+      path: '/accounts',
+      tags,
+      summary: 'Create an isolated account with an all-scopes test key',
+      // Mounted ahead of the key check: it checks the admin token, then the body, itself.
+      middleware: [requireAdminToken(adminToken), requireJsonObjectBody] as const,
+      request: { body: jsonBody(CreateAccountSchema) },
+      responses: {
+        201: jsonResponse(AccountCreatedSchema, 'The account and its key'),
+        ...errorResponses(400, 422, 500),
+      },
+    }),
+    (c) => {
+      const { account, apiKey } = accounts.createAccount(c.req.valid('json'));
+      return c.json(
+        {
+          id: account.id,
+          name: account.name,
+          plan: account.plan,
+          created_at: formatTimestamp(account.createdAt),
+          api_key: apiKey,
+        },
+        201,
+      );
+    },
+  );
+  return router;
+}
+
+/** The calling key's account: its settings, its keys, and a reset. */
+export function accountControlRoutes(accounts: AccountService, resetAccount: (accountId: string) => void) {
+  const router = createRouter();
+
+  router.openapi(
+    createRoute({
+      method: 'get',
+      path: '/account',
+      tags,
+      summary: 'The account of the calling key',
+      security,
+      responses: { 200: jsonResponse(AccountSchema, 'The account'), ...errorResponses(...ACCOUNT_ERRORS) },
+    }),
+    (c) => c.json(accounts.present(accounts.get(c.get('caller').accountId)), 200),
+  );
+
+  router.openapi(
+    createRoute({
+      method: 'post',
+      path: '/account',
+      tags,
+      summary: "Change the account's plan or default scenario",
+      security,
+      request: { body: jsonBody(AccountSettingsSchema) },
+      responses: {
+        200: jsonResponse(AccountSchema, 'The account'),
+        ...errorResponses(...ACCOUNT_ERRORS, 422),
+      },
+    }),
+    (c) =>
+      c.json(accounts.present(accounts.updateSettings(c.get('caller').accountId, c.req.valid('json'))), 200),
+  );
+
+  router.openapi(
+    createRoute({
+      method: 'post',
+      path: '/keys',
+      tags,
+      summary: 'Create an API key; its value is shown once',
+      security,
+      request: { body: jsonBody(CreateKeySchema) },
+      responses: {
+        201: jsonResponse(CreatedKeySchema, 'The key and its value'),
+        ...errorResponses(...KEY_ERRORS),
+      },
+    }),
+    (c) => c.json(accounts.createKey(c.get('caller'), c.req.valid('json')), 201),
+  );
+
+  router.openapi(
+    createRoute({
+      method: 'get',
+      path: '/keys',
+      tags,
+      summary: "The account's keys, newest first (the last four characters only)",
+      security,
+      responses: { 200: jsonResponse(KeyListSchema, 'Keys'), ...errorResponses(...KEY_ERRORS) },
+    }),
+    (c) =>
+      c.json({ data: accounts.keys(c.get('caller').accountId).map((key) => accounts.presentKey(key)) }, 200),
+  );
+
+  router.openapi(
+    createRoute({
+      method: 'delete',
+      path: '/keys/{id}',
+      tags,
+      summary: 'Revoke a key, at once',
+      security,
+      request: { params: idParam() },
+      responses: { 200: jsonResponse(RevokedKeySchema, 'Revoked'), ...errorResponses(...KEY_ERRORS) },
+    }),
+    (c) => c.json(accounts.revokeKey(c.get('caller'), c.req.valid('param').id), 200),
+  );
+
+  router.openapi(
+    createRoute({
+      method: 'post',
+      path: '/reset',
+      tags,
+      summary: "Remove the account's data and reset its clock; keys and settings stay",
+      security,
+      responses: {
+        200: jsonResponse(z.object({ reset: z.literal(true) }), 'Reset'),
+        ...errorResponses(...KEY_ERRORS),
+      },
+    }),
+    (c) => {
+      resetAccount(c.get('caller').accountId);
+      return c.json({ reset: true as const }, 200);
+    },
+  );
+
+  return router;
+}

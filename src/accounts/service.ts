@@ -1,0 +1,229 @@
+import { type Caller, SCOPES } from '../core/actor.js';
+import { type ClockState, clockNow, parseDuration, startClock } from '../core/clock.js';
+import { ApiError, notFound } from '../core/errors.js';
+import { newId } from '../core/ids.js';
+import { formatTimestamp } from '../core/time.js';
+import { DEFAULT_ACCOUNT } from './default-account.js';
+import { keyShape, newKeyValue } from './keys.js';
+import { ceilingsFor, type PlanCeiling } from './plans.js';
+import type { AccountSettingsInput, CreateAccountInput, CreateKeyInput } from './schema.js';
+import type { Account, AccountStore, ApiKeyRecord } from './store.js';
+
+export interface AccountServiceOptions {
+  store: AccountStore;
+  /** The speed new accounts' clocks start at (`--clock-speed`). */
+  clockSpeed: number;
+  /** The server's webhook retry ladder, which an account uses unless it sets its own. */
+  serverRetryLadder: readonly number[];
+  /** False with `--no-rate-limits`: no account's ceilings are enforced. */
+  serverEnforcesRateLimits: boolean;
+  /** Refuses a scenario name that is not loaded, as `422 invalid_field` naming `field`. */
+  checkScenario: (name: string, field: string) => void;
+  realNow: () => number;
+}
+
+/** What the rate limiter needs of a caller: its ceilings, whether they bite, and its clock's speed. */
+export interface CallerLimits {
+  ceilings: readonly PlanCeiling[];
+  enforce: boolean;
+  clockSpeed: number;
+}
+
+/** Accounts and their keys: creating them, knowing who calls, and the account's settings. */
+export class AccountService {
+  private readonly store: AccountStore;
+  private readonly realNow: () => number;
+  /** Per account object (replaced whenever the account changes), each key's limits. */
+  private readonly limits = new WeakMap<Account, Map<string, CallerLimits>>();
+
+  constructor(private readonly options: AccountServiceOptions) {
+    this.store = options.store;
+    this.realNow = options.realNow;
+  }
+
+  /** Creates the default account and its key unless they exist; a revoked default key stays revoked. */
+  seedDefaultAccount(): void {
+    const { id, name, plan, api_key } = DEFAULT_ACCOUNT;
+    const now = this.realNow();
+    this.store.insert(this.newAccount(id, name, plan, now));
+    this.store.insertApiKey(
+      { id: api_key.id, accountId: id, name: api_key.name, scopes: [...SCOPES], createdAt: now },
+      api_key.value,
+    );
+  }
+
+  /** A fresh, isolated account with one all-scopes key, whose value is returned once. */
+  createAccount(input: CreateAccountInput): { account: Account; apiKey: string } {
+    const now = this.realNow();
+    const id = newId('acct', now);
+    const account = this.newAccount(
+      id,
+      input.name ?? `Sandbox account ${id.slice(-6)}`,
+      input.plan ?? 'growth',
+      now,
+    );
+    const apiKey = newKeyValue();
+    this.store.insert(account);
+    this.store.insertApiKey(
+      { id: newId('key', now), accountId: id, name: 'Default key', scopes: [...SCOPES], createdAt: now },
+      apiKey,
+    );
+    return { account, apiKey };
+  }
+
+  private newAccount(id: string, name: string, plan: Account['plan'], now: number): Account {
+    return {
+      id,
+      name,
+      plan,
+      createdAt: now,
+      clock: startClock(now, this.options.clockSpeed),
+      defaultScenario: 'standard',
+      webhookRetrySchedule: null,
+      rateLimitsEnabled: true,
+    };
+  }
+
+  /**
+   * Who calls with this key: its account, its scopes, and the account's clock read once. 401
+   * `invalid_api_key` for a malformed, unknown, revoked or live key.
+   */
+  resolveKey(value: string): Caller {
+    const shape = keyShape(value);
+    if (shape === 'live') {
+      throw new ApiError(
+        401,
+        'invalid_api_key',
+        'This is a live key (svc_live_…). The sandbox takes test keys (svc_test_…) only.',
+      );
+    }
+    const found = shape === 'malformed' ? undefined : this.store.findByKey(value);
+    if (!found) throw new ApiError(401, 'invalid_api_key', 'The API key is not valid.');
+    if (found.key.revokedAt !== null)
+      throw new ApiError(401, 'invalid_api_key', 'The API key has been revoked.');
+
+    const now = clockNow(found.account.clock, this.realNow());
+    // "Last used" to the second is all anyone reads; writing it once a second keeps writes off the hot path.
+    if (found.key.lastUsedAt === null || now - found.key.lastUsedAt >= 1000 || now < found.key.lastUsedAt) {
+      this.store.touchKey(found.key.id, now);
+    }
+    return { accountId: found.account.id, keyId: found.key.id, scopes: found.key.scopes, now };
+  }
+
+  /** The caller's rate limits, worked out once per account state and key. */
+  limitsOf(caller: Caller): CallerLimits {
+    const account = this.get(caller.accountId);
+    let byKey = this.limits.get(account);
+    if (!byKey) {
+      byKey = new Map();
+      this.limits.set(account, byKey);
+    }
+    let limits = byKey.get(caller.keyId);
+    if (!limits) {
+      limits = {
+        ceilings: ceilingsFor(account, caller.keyId),
+        enforce: this.options.serverEnforcesRateLimits && account.rateLimitsEnabled,
+        // A frozen clock's windows end in real time (Retry-After is in real seconds).
+        clockSpeed: account.clock.frozen ? 1 : account.clock.speed,
+      };
+      byKey.set(caller.keyId, limits);
+    }
+    return limits;
+  }
+
+  get(accountId: string): Account {
+    const account = this.store.find(accountId);
+    if (!account) throw new ApiError(404, 'not_found', `No account '${accountId}'.`);
+    return account;
+  }
+
+  /** The account's clock, for the clock module and the scheduler. */
+  clockOf(accountId: string): ClockState | undefined {
+    return this.store.find(accountId)?.clock;
+  }
+
+  saveClock(accountId: string, clock: ClockState): void {
+    this.store.saveClock(accountId, clock);
+  }
+
+  /** The scenario a new label of the account plays. */
+  defaultScenarioOf(accountId: string): string {
+    return this.store.find(accountId)?.defaultScenario ?? 'standard';
+  }
+
+  /** Milliseconds before each webhook retry: the account's own ladder, or the server's. */
+  retryLadderOf(accountId: string): readonly number[] {
+    return this.store.find(accountId)?.webhookRetrySchedule ?? this.options.serverRetryLadder;
+  }
+
+  updateSettings(accountId: string, change: AccountSettingsInput): Account {
+    const account = this.get(accountId);
+    if (change.default_scenario !== undefined)
+      this.options.checkScenario(change.default_scenario, 'default_scenario');
+    const ladder = change.webhook_retry_schedule;
+    const updated: Account = {
+      ...account,
+      plan: change.plan ?? account.plan,
+      defaultScenario: change.default_scenario ?? account.defaultScenario,
+      rateLimitsEnabled: change.rate_limits ?? account.rateLimitsEnabled,
+      webhookRetrySchedule:
+        ladder === undefined
+          ? account.webhookRetrySchedule
+          : ladder === null
+            ? null
+            : ladder.map((delay, i) => parseDuration(delay, `webhook_retry_schedule.${i}`)),
+    };
+    this.store.saveSettings(updated);
+    return updated;
+  }
+
+  present(account: Account) {
+    return {
+      id: account.id,
+      name: account.name,
+      plan: account.plan,
+      default_scenario: account.defaultScenario,
+      webhook_retry_schedule: (account.webhookRetrySchedule ?? this.options.serverRetryLadder).map(
+        (ms) => ms / 1000,
+      ),
+      rate_limits: account.rateLimitsEnabled,
+      created_at: formatTimestamp(account.createdAt),
+    };
+  }
+
+  createKey(caller: Caller, input: CreateKeyInput) {
+    const value = newKeyValue();
+    const key = {
+      id: newId('key', caller.now),
+      accountId: caller.accountId,
+      name: input.name,
+      scopes: input.scopes ?? [...SCOPES],
+      createdAt: caller.now,
+    };
+    this.store.insertApiKey(key, value);
+    return { id: key.id, name: key.name, scopes: key.scopes, created_at: formatTimestamp(caller.now), value };
+  }
+
+  /** Newest first, revoked ones included. */
+  keys(accountId: string): ApiKeyRecord[] {
+    return this.store.keys(accountId);
+  }
+
+  revokeKey(caller: Caller, keyId: string): { id: string; revoked_at: string } {
+    const key = this.store.revokeKey(caller.accountId, keyId, caller.now);
+    if (!key?.revokedAt) throw notFound('key', keyId);
+    return { id: key.id, revoked_at: formatTimestamp(key.revokedAt) };
+  }
+
+  presentKey(key: ApiKeyRecord) {
+    return {
+      id: key.id,
+      name: key.name,
+      scopes: key.scopes,
+      created_at: formatTimestamp(key.createdAt),
+      last_used_at: key.lastUsedAt === null ? null : formatTimestamp(key.lastUsedAt),
+      last4: key.last4,
+      revoked_at: key.revokedAt === null ? null : formatTimestamp(key.revokedAt),
+    };
+  }
+}

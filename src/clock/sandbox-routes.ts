@@ -1,0 +1,67 @@
+import { createRoute } from '@hono/zod-openapi';
+import { ApiError } from '../core/errors.js';
+import { BEARER_SECURITY, createRouter, errorResponses, jsonBody, jsonResponse } from '../http/router.js';
+import { AdvanceClockSchema, AdvancedClockSchema, ClockSchema, ClockSettingsSchema } from './schema.js';
+import type { ClockService } from './service.js';
+
+const security = BEARER_SECURITY;
+const tags = ['Sandbox controls'];
+const ERRORS = [400, 401, 500] as const;
+
+export function clockRoutes(clock: ClockService) {
+  const router = createRouter();
+
+  router.openapi(
+    createRoute({
+      method: 'get',
+      path: '/clock',
+      tags,
+      summary: "Read the account's clock",
+      security,
+      responses: { 200: jsonResponse(ClockSchema, 'The clock'), ...errorResponses(...ERRORS) },
+    }),
+    (c) => c.json(clock.read(c.get('caller').accountId), 200),
+  );
+
+  router.openapi(
+    createRoute({
+      method: 'post',
+      path: '/clock',
+      tags,
+      summary: 'Set the clock speed, freeze or unfreeze it',
+      security,
+      request: { body: jsonBody(ClockSettingsSchema) },
+      responses: { 200: jsonResponse(ClockSchema, 'The clock'), ...errorResponses(...ERRORS, 422) },
+    }),
+    (c) => c.json(clock.set(c.get('caller').accountId, c.req.valid('json')), 200),
+  );
+
+  router.openapi(
+    createRoute({
+      method: 'post',
+      path: '/clock/advance',
+      tags,
+      summary: 'Move the clock forward and run everything that falls due',
+      security,
+      request: { body: jsonBody(AdvanceClockSchema) },
+      responses: {
+        200: jsonResponse(AdvancedClockSchema, 'The clock, and what ran'),
+        ...errorResponses(...ERRORS, 422),
+      },
+    }),
+    async (c) => {
+      const { by, to } = c.req.valid('json');
+      if (by !== undefined && to !== undefined) {
+        throw new ApiError(422, 'invalid_field', "Give either 'by' or 'to', not both.", { field: 'to' });
+      }
+      const request = to !== undefined ? { to } : by !== undefined ? { by } : undefined;
+      if (!request)
+        throw new ApiError(422, 'missing_field', "'by' (a duration) or 'to' (a timestamp) is required.", {
+          field: 'by',
+        });
+      return c.json(await clock.advance(c.get('caller').accountId, request), 200);
+    },
+  );
+
+  return router;
+}

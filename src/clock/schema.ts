@@ -1,0 +1,33 @@
+import { z } from '@hono/zod-openapi';
+import { MAX_CLOCK_SPEED } from '../core/clock.js';
+import { TimestampSchema } from '../core/schemas.js';
+
+export const ClockSchema = z
+  .object({ now: TimestampSchema, speed: z.number(), frozen: z.boolean() })
+  .openapi('Clock');
+
+export const ClockSettingsSchema = z
+  .object({
+    speed: z
+      .number()
+      .positive('must be greater than 0')
+      .max(MAX_CLOCK_SPEED, `must be at most ${MAX_CLOCK_SPEED}`)
+      .optional()
+      .openapi({ example: 3600, description: '1 = real time; 3600 = an hour a second' }),
+    frozen: z.boolean().optional(),
+  })
+  .strict()
+  .openapi('ClockSettings');
+
+const Duration = z
+  .union([z.number(), z.string()])
+  .openapi({ example: '2h', description: 'seconds, or a string such as "90s", "5m", "2h", "3d"' });
+
+export const AdvanceClockSchema = z
+  .object({ by: Duration.optional(), to: TimestampSchema.optional() })
+  .strict()
+  .openapi('AdvanceClock', { description: 'exactly one of `by` and `to`' });
+
+export const AdvancedClockSchema = ClockSchema.extend({
+  ran: z.array(z.object({ kind: z.string(), due_at: TimestampSchema }).passthrough()),
+}).openapi('AdvancedClock');

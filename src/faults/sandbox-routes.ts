@@ -1,0 +1,89 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import { notFound } from '../core/errors.js';
+import {
+  BEARER_SECURITY,
+  createRouter,
+  errorResponses,
+  idParam,
+  jsonBody,
+  jsonResponse,
+} from '../http/router.js';
+import { newFaultRule, presentFault } from './rules.js';
+import { CreateFaultSchema, FaultSchema } from './schema.js';
+import type { FaultStore } from './store.js';
+
+const security = BEARER_SECURITY;
+const tags = ['Sandbox controls'];
+const ERRORS = [400, 401, 404, 422, 500] as const;
+
+export function faultRoutes(faults: FaultStore) {
+  const router = createRouter();
+
+  router.openapi(
+    createRoute({
+      method: 'post',
+      path: '/faults',
+      tags,
+      summary: 'Inject a fault into matching API requests',
+      security,
+      request: { body: jsonBody(CreateFaultSchema) },
+      responses: { 201: jsonResponse(FaultSchema, 'The rule'), ...errorResponses(...ERRORS) },
+    }),
+    (c) => c.json(presentFault(faults.insert(newFaultRule(c.get('caller'), c.req.valid('json')))), 201),
+  );
+
+  router.openapi(
+    createRoute({
+      method: 'get',
+      path: '/faults',
+      tags,
+      summary: "The account's fault rules, newest first",
+      security,
+      responses: {
+        200: jsonResponse(z.object({ data: z.array(FaultSchema) }), 'Rules'),
+        ...errorResponses(...ERRORS),
+      },
+    }),
+    (c) => c.json({ data: faults.list(c.get('caller').accountId).map(presentFault) }, 200),
+  );
+
+  router.openapi(
+    createRoute({
+      method: 'delete',
+      path: '/faults/{id}',
+      tags,
+      summary: 'Remove a fault rule',
+      security,
+      request: { params: idParam() },
+      responses: {
+        200: jsonResponse(z.object({ id: z.string(), deleted: z.literal(true) }), 'Removed'),
+        ...errorResponses(...ERRORS),
+      },
+    }),
+    (c) => {
+      const { id } = c.req.valid('param');
+      if (!faults.delete(c.get('caller').accountId, id)) throw notFound('fault', id);
+      return c.json({ id, deleted: true as const }, 200);
+    },
+  );
+
+  router.openapi(
+    createRoute({
+      method: 'delete',
+      path: '/faults',
+      tags,
+      summary: 'Remove every fault rule of the account',
+      security,
+      responses: {
+        200: jsonResponse(z.object({ deleted: z.literal(true) }), 'Removed'),
+        ...errorResponses(...ERRORS),
+      },
+    }),
+    (c) => {
+      faults.deleteAll(c.get('caller').accountId);
+      return c.json({ deleted: true as const }, 200);
+    },
+  );
+
+  return router;
+}

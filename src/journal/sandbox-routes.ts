@@ -1,0 +1,46 @@
+import { createRoute, z } from '@hono/zod-openapi';
+import { parseLimit } from '../core/paging.js';
+import { TimestampSchema } from '../core/schemas.js';
+import { BEARER_SECURITY, createRouter, errorResponses, jsonResponse } from '../http/router.js';
+import type { RequestJournal } from './journal.js';
+
+const LimitQuery = z.object({
+  limit: z
+    .string()
+    .optional()
+    .openapi({ param: { name: 'limit', in: 'query' }, example: '100' }),
+});
+
+const RequestEntrySchema = z
+  .object({
+    method: z.string(),
+    path: z.string(),
+    query: z.string(),
+    status: z.number().openapi({ description: '0 when an injected fault dropped the connection' }),
+    duration_ms: z.number(),
+    at: TimestampSchema,
+  })
+  .openapi('JournalEntry');
+
+export function journalRoutes(journal: RequestJournal) {
+  const router = createRouter();
+  router.openapi(
+    createRoute({
+      method: 'get',
+      path: '/requests',
+      tags: ['Sandbox controls'],
+      summary: "The account's recent API requests, newest first",
+      security: BEARER_SECURITY,
+      request: { query: LimitQuery },
+      responses: {
+        200: jsonResponse(z.object({ data: z.array(RequestEntrySchema) }), 'Requests'),
+        ...errorResponses(400, 401, 404, 422, 500),
+      },
+    }),
+    (c) => {
+      const limit = parseLimit(c.req.valid('query').limit, { default: 100, max: 1000 });
+      return c.json({ data: journal.recent(c.get('caller').accountId, limit) }, 200);
+    },
+  );
+  return router;
+}

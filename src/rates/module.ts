@@ -1,0 +1,7 @@
+import type { SandboxModule } from '../module.js';
+import { rateRoutes } from './routes.js';
+
+/** Carriers, their rate cards and the rate comparison; pure functions of the fixtures, no tables. */
+export function ratesModule(): SandboxModule {
+  return { name: 'rates', tables: [], api: rateRoutes() };
+}

@@ -1,0 +1,272 @@
+import { OpenAPIHono } from '@hono/zod-openapi';
+import { Scalar } from '@scalar/hono-api-reference';
+import type { MiddlewareHandler } from 'hono';
+import type { Logger } from 'pino';
+import { accountsModule } from './accounts/module.js';
+import { AccountService } from './accounts/service.js';
+import { AccountStore } from './accounts/store.js';
+import { clockModule } from './clock/module.js';
+import { ClockService } from './clock/service.js';
+import type { Config } from './config.js';
+import { clockNow } from './core/clock.js';
+import { type Db, transaction } from './db/database.js';
+import { SettingsStore } from './db/settings.js';
+import { eventsModule } from './events/module.js';
+import { EventStore } from './events/store.js';
+import { injectFaults } from './faults/middleware.js';
+import { faultsModule } from './faults/module.js';
+import { FaultStore } from './faults/store.js';
+import { authenticate } from './http/auth.js';
+import { readBody, requireJsonObjectBody } from './http/body.js';
+import type { AppEnv } from './http/context.js';
+import { errorHandler, routeNotFound } from './http/errors.js';
+import { RateLimiter, rateLimit } from './http/rate-limit.js';
+import { requireHttps } from './http/strict-https.js';
+import { RequestJournal } from './journal/journal.js';
+import { journalRequests } from './journal/middleware.js';
+import { journalModule } from './journal/module.js';
+import { LabelFiles } from './labels/files.js';
+import { labelsModule } from './labels/module.js';
+import { createLabelRenderer } from './labels/render/pool.js';
+import { LabelService } from './labels/service.js';
+import { UrlSigner } from './labels/signed-url.js';
+import { LabelStore } from './labels/store.js';
+import type { SandboxModule } from './module.js';
+import { ratesModule } from './rates/module.js';
+import { ScenarioCatalog } from './scenarios/catalog.js';
+import type { Scenario } from './scenarios/files.js';
+import { scenariosModule } from './scenarios/module.js';
+import { Scheduler } from './scheduler/scheduler.js';
+import { shipmentsModule } from './shipments/module.js';
+import { ShipmentService } from './shipments/service.js';
+import { ShipmentStore } from './shipments/store.js';
+import { trackingModule } from './tracking/module.js';
+import { TrackingService } from './tracking/service.js';
+import { TrackingStore } from './tracking/store.js';
+import { WebhookDelivery } from './webhooks/delivery.js';
+import { webhooksModule } from './webhooks/module.js';
+import { WebhookService } from './webhooks/service.js';
+import { WebhookStore } from './webhooks/store.js';
+
+export const API_VERSION_PREFIX = '/v1';
+
+export interface SandboxParts {
+  db: Db;
+  config: Config;
+  logger: Logger;
+  /** The scenarios by name: the built-in ones and the user's (`--scenarios-dir`). */
+  scenarios: ReadonlyMap<string, Scenario>;
+  /** The real wall clock that account clocks are derived from; tests replace it. */
+  realNow?: () => number;
+}
+
+/**
+ * The one place where the sandbox is put together: the stores over the database, the services over
+ * the stores (each given only what it uses), the list of resource modules, the scheduler and the HTTP
+ * app. Nothing imports this file but the server and the tests.
+ */
+export function createSandbox({ db, config, logger, scenarios, realNow = Date.now }: SandboxParts) {
+  const catalog = new ScenarioCatalog(scenarios);
+  const accountStore = new AccountStore(db);
+  const accounts = new AccountService({
+    store: accountStore,
+    clockSpeed: config.clockSpeed,
+    serverRetryLadder: config.webhookRetries,
+    serverEnforcesRateLimits: !config.noRateLimits,
+    checkScenario: (name, field) => catalog.find(name, field),
+    realNow,
+  });
+  const nowOf = (accountId: string) => {
+    const clock = accounts.clockOf(accountId);
+    return clock && clockNow(clock, realNow());
+  };
+  const scheduler = new Scheduler(db, (accountId) => accounts.clockOf(accountId), logger, realNow);
+  const clock = new ClockService({ clocks: accounts, scheduler, realNow, initialSpeed: config.clockSpeed });
+  const events = new EventStore(db);
+
+  const shipmentStore = new ShipmentStore(db);
+  const shipments: ShipmentService = new ShipmentService({
+    db,
+    store: shipmentStore,
+    events,
+    voidLabelOnCancel: (actor, shipment) => labels.voidOnCancel(actor, shipment),
+  });
+
+  const labelStore = new LabelStore(db);
+  const labelFiles = new LabelFiles(createLabelRenderer(config.renderThreads));
+  const labels: LabelService = new LabelService({
+    db,
+    store: labelStore,
+    shipments,
+    shipmentStore,
+    events,
+    signer: new UrlSigner(new SettingsStore(db).secret('url_signing_secret')),
+    files: labelFiles,
+    tracking: {
+      start: (actor, label, shipment) => tracking.startDefault(actor, label, shipment),
+      stop: (actor, labelId) => tracking.stop(actor, labelId),
+    },
+    nowOf,
+  });
+
+  const trackingStore = new TrackingStore(db);
+  const tracking: TrackingService = new TrackingService({
+    db,
+    store: trackingStore,
+    labels: labelStore,
+    shipments: shipmentStore,
+    events,
+    scheduler,
+    scenarios: catalog,
+    defaultScenarioOf: (accountId) => accounts.defaultScenarioOf(accountId),
+    seed: config.seed,
+    logger,
+  });
+
+  const webhookStore = new WebhookStore(db);
+  const webhooks = new WebhookService({
+    db,
+    store: webhookStore,
+    allowHttpWebhooks: config.allowHttpWebhooks,
+  });
+  const delivery = new WebhookDelivery({
+    db,
+    store: webhookStore,
+    scheduler,
+    eventBody: (eventId) => events.body(eventId),
+    retryLadderOf: (accountId) => accounts.retryLadderOf(accountId),
+    timeoutMs: config.webhookTimeoutMs,
+    logger,
+  });
+  // The outbox: every event's deliveries are written in the transaction that records it.
+  events.subscribe((event) => delivery.fanOut(event));
+
+  const faults = new FaultStore(db);
+  const journal = new RequestJournal();
+  const rateLimiter = new RateLimiter();
+
+  /** Lower modules first: a module's reset runs before those of the modules it uses. */
+  const modules: SandboxModule[] = [
+    accountsModule({ accounts, rateLimiter, adminToken: config.adminToken, resetAccount }),
+    clockModule({ clock, scheduler }),
+    eventsModule({ db, events }),
+    scenariosModule({ scenarios: catalog }),
+    ratesModule(),
+    shipmentsModule({ shipments, store: shipmentStore }),
+    labelsModule({ labels, store: labelStore, files: labelFiles, cdnUrl: config.cdnUrl }),
+    trackingModule({ tracking, store: trackingStore }),
+    webhooksModule({ webhooks, delivery, store: webhookStore }),
+    faultsModule({ faults }),
+    journalModule({ journal }),
+  ];
+
+  for (const module of modules) {
+    for (const [kind, handler] of Object.entries(module.jobs ?? {})) scheduler.register(kind, handler);
+    for (const queue of module.queues ?? []) scheduler.addQueue(queue);
+  }
+
+  /**
+   * `POST /_sandbox/reset`: the account as if new (no shipments, labels, events, webhooks, deliveries,
+   * faults or e-mails, its clock back at real time) but with its keys, plan and settings. Each module
+   * clears what it owns, dependents first, in one transaction; other accounts are untouched.
+   */
+  function resetAccount(accountId: string): void {
+    transaction(db, () => {
+      for (const module of [...modules].reverse()) module.reset?.(accountId);
+    });
+  }
+
+  accounts.seedDefaultAccount();
+
+  const app = new OpenAPIHono<AppEnv>();
+  app.onError(errorHandler(logger));
+  app.notFound(routeNotFound);
+  // Checked once: a middleware that only decides not to log still costs every request a step.
+  if (logger.isLevelEnabled('debug')) app.use('*', logRequests(logger));
+
+  app.get('/healthz', (c) => c.json({ status: 'ok' }));
+
+  const auth = authenticate((key) => accounts.resolveKey(key));
+  // Mounted only in strict mode: every middleware is a step of every request.
+  if (config.strictHttps) app.use('/v1/*', requireHttps(config));
+  // Order matters: the body is read first (an oversized one is refused before anything else), then
+  // who is calling; the journal sees every outcome after that, the limits count the request, faults
+  // may take it over, and only then is the body checked for its route.
+  app.use(
+    '/v1/*',
+    readBody,
+    auth,
+    journalRequests(journal),
+    rateLimit(rateLimiter, (caller) => accounts.limitsOf(caller)),
+    injectFaults(faults),
+    requireJsonObjectBody,
+  );
+  app.use('/_sandbox/*', readBody);
+  // Controls that take no key are mounted before the key is checked: they check what they need.
+  for (const module of modules) if (module.openControls) app.route('/_sandbox', module.openControls);
+  app.use('/_sandbox/*', auth, requireJsonObjectBody);
+
+  for (const module of modules) {
+    if (module.api) app.route(API_VERSION_PREFIX, module.api);
+    if (module.controls) app.route('/_sandbox', module.controls);
+    for (const [path, router] of Object.entries(module.mounts ?? {})) app.route(path, router);
+  }
+
+  app.openAPIRegistry.registerComponent('securitySchemes', 'bearerAuth', {
+    type: 'http',
+    scheme: 'bearer',
+    description: 'A test key: `Authorization: Bearer svc_test_…`',
+  });
+  app.doc31('/openapi.json', (c) => ({
+    openapi: '3.1.0',
+    info: {
+      title: 'Shipping Sandbox',
+      version: '1.0.0',
+      description:
+        'A high-fidelity sandbox of the shipping API. `/v1` is the API of the specification; `/_sandbox` holds the ' +
+        "sandbox's own controls (accounts, clock, events).",
+    },
+    servers: [{ url: new URL(c.req.url).origin }],
+  }));
+  app.get('/docs', Scalar({ url: '/openapi.json', pageTitle: 'Shipping Sandbox API' }));
+
+  return {
+    app,
+    db,
+    modules,
+    scheduler,
+    /** For the server's banner and for tests that reach below the API. */
+    services: { accounts, clock, shipments, labels, tracking, webhooks, delivery },
+    stores: {
+      accounts: accountStore,
+      events,
+      labels: labelStore,
+      shipments: shipmentStore,
+      webhooks: webhookStore,
+    },
+    labelFiles,
+    resetAccount,
+    /** Resumes interrupted work and starts the scheduler; everything overdue runs before it resolves. */
+    async start(): Promise<void> {
+      for (const module of modules) module.start?.();
+      await scheduler.start();
+    },
+    /** Stops the scheduler and what the modules run; the caller closes the database. */
+    async stop(): Promise<void> {
+      await scheduler.stop();
+      for (const module of modules) await module.close?.();
+    },
+  };
+}
+
+export type Sandbox = ReturnType<typeof createSandbox>;
+export type App = Sandbox['app'];
+
+function logRequests(logger: Logger): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const started = performance.now();
+    await next();
+    const ms = Math.round((performance.now() - started) * 10) / 10;
+    logger.debug({ method: c.req.method, path: c.req.path, status: c.res.status, ms }, 'request');
+  };
+}
