@@ -7,19 +7,18 @@ import pngjs from 'pngjs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { prepareZXingModule, type ReadResult, readBarcodes } from 'zxing-wasm/reader';
 import type { Address } from '../src/addresses/schema.js';
+import { barcodeShapes } from '../src/labels/render/barcodes.js';
 import {
-  type BarcodeItem,
-  barcodeShapes,
   type LabelDocument,
   type LabelSize,
-  layoutLabel,
   PAGE_SIZES,
   routingCode,
   SAMPLE_MARK,
-  textWidth,
   weightText,
 } from '../src/labels/render/document.js';
 import { renderLabel } from '../src/labels/render/index.js';
+import { type BarcodeItem, layoutLabel } from '../src/labels/render/layout.js';
+import { textWidth } from '../src/labels/render/text.js';
 import { renderZpl } from '../src/labels/render/zpl.js';
 import { trackingNumberFor } from '../src/labels/tracking-number.js';
 

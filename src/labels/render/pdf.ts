@@ -13,17 +13,9 @@ import {
   rgb,
   StandardFonts,
 } from 'pdf-lib';
-import {
-  type BarcodeShape,
-  type BoxItem,
-  barcodeShapes,
-  type LabelDocument,
-  layoutLabel,
-  PAGE_SIZES,
-  POINTS_PER_DOT,
-  SAMPLE_MARK,
-  type TextItem,
-} from './document.js';
+import { type BarcodeShape, barcodeShapes } from './barcodes.js';
+import { type LabelDocument, PAGE_SIZES, POINTS_PER_DOT, SAMPLE_MARK } from './document.js';
+import { type BoxItem, layoutLabel, type TextItem } from './layout.js';
 
 /**
  * A one-page PDF of the page size the label asks for. Text is in Helvetica, one of the PDF standard

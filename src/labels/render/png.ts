@@ -3,15 +3,9 @@ import { createRequire } from 'node:module';
 import { crc32, deflateSync } from 'node:zlib';
 import { Resvg } from '@resvg/resvg-js';
 import opentype from 'opentype.js';
-import {
-  type BarcodeShape,
-  type BoxItem,
-  barcodeShapes,
-  DOTS_PER_INCH,
-  type LabelDocument,
-  layoutLabel,
-  type TextItem,
-} from './document.js';
+import { type BarcodeShape, barcodeShapes } from './barcodes.js';
+import { DOTS_PER_INCH, type LabelDocument } from './document.js';
+import { type BoxItem, layoutLabel, type TextItem } from './layout.js';
 
 /**
  * A 203-dpi PNG, one pixel a printer dot, black and white at one bit a pixel as carriers' PNG labels

@@ -1,13 +1,13 @@
+import type { LabelDocument } from './document.js';
 import {
   type BarcodeItem,
   type BoxItem,
   code128Modules,
-  type LabelDocument,
   type LayoutItem,
   layoutLabel,
   PDF417,
   type TextItem,
-} from './document.js';
+} from './layout.js';
 
 /**
  * ZPL II for a 203-dpi Zebra printer. Text is UTF-8 (`^CI28`) and every field goes through `^FH`, so
