@@ -1,0 +1,73 @@
+/**
+ * The import rules of src/ (see docs/architecture.md). Imports run downward: the core, then the
+ * database and the scheduler, then the HTTP layer, then the resource modules, then the wiring.
+ * test/architecture.test.ts runs these rules and also checks that no two folders import each other.
+ */
+const RESOURCES =
+  'accounts|addresses|clock|events|faults|journal|labels|rates|scenarios|shipments|tracking|webhooks';
+
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      comment: 'No file may import itself through others.',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { circular: true },
+    },
+    {
+      name: 'core-is-the-ground',
+      comment:
+        'The core (ids, time, money, paging, errors, the actor) imports no framework and no other folder.',
+      severity: 'error',
+      from: { path: '^src/core/' },
+      to: { path: ['^src/(?!core/)', '(^|/)node_modules/(hono|@hono)/'] },
+    },
+    {
+      name: 'storage-uses-only-the-core',
+      comment: 'The database and the scheduler know nothing of HTTP or of any resource.',
+      severity: 'error',
+      from: { path: '^src/(db|scheduler)/' },
+      to: { path: ['^src/(?!core/|db/|scheduler/)', '(^|/)node_modules/(hono|@hono)/'] },
+    },
+    {
+      name: 'http-uses-only-the-core',
+      comment:
+        'The HTTP layer (auth, limits, bodies, errors to responses) depends on the core, never on a resource.',
+      severity: 'error',
+      from: { path: '^src/http/' },
+      to: { path: '^src/(?!core/|http/)' },
+    },
+    {
+      name: 'logic-knows-no-framework',
+      comment:
+        "A resource's logic and stores take no Hono: only its routes, middleware and module object do.",
+      severity: 'error',
+      from: { path: `^src/(${RESOURCES})/`, pathNot: '(routes|middleware|module)\\.ts$' },
+      to: { path: ['(^|/)node_modules/hono/', '^src/http/'] },
+    },
+    {
+      name: 'only-the-wiring-reads-the-config',
+      comment: 'Modules are given the settings they use; the command line and the wiring read the config.',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/(main|server|wiring|index|logger)\\.ts$' },
+      to: { path: '^src/config\\.ts$' },
+    },
+    {
+      name: 'nothing-imports-the-wiring',
+      comment: 'The wiring, the server and the command line are the top: nothing below imports them.',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/(main|server|index)\\.ts$' },
+      to: { path: '^src/(wiring|server|main|index)\\.ts$' },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: {
+      exportsFields: ['exports'],
+      conditionNames: ['import', 'require', 'node', 'default'],
+    },
+  },
+};
