@@ -8,6 +8,9 @@
  * them), so every control character in a packed body is a code, and unpacking puts back exactly the
  * fragment it replaced. The bytes read back are the bytes sent, which every webhook retry relies on.
  * About 5 µs an event, where deflate with a preset dictionary took 20 to 40 µs for a third less.
+ * The simpler layouts are not as small: SQLite's JSONB keeps every key and is 8 to 16 % under the
+ * text, where packing is 43 to 57 % under it (each event type through the API, 2026-11; the id, type
+ * and time already have columns of their own).
  *
  * The fragments are keys and fixed vocabulary, nothing of a merchant's data. A packed body's first
  * byte names its format: never edit a table that has shipped; add the next format and pack with it.
