@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { cruise, type ICruiseResult, type IForbiddenRuleType } from 'dependency-cruiser';
 import { afterAll, describe, expect, it } from 'vitest';
+import { createTestSandbox } from './helpers.js';
 
 const config = createRequire(import.meta.url)('../.dependency-cruiser.cjs') as {
   forbidden: IForbiddenRuleType[];
@@ -106,5 +107,18 @@ describe('the import rules', () => {
       ),
     ).toBe(true);
     expect(folderCycles(result)).toContainEqual(['labels', 'shipments']);
+  });
+});
+
+describe('the modules', () => {
+  it("own every table between them, each table once (the settings table is the database layer's)", () => {
+    const sandbox = createTestSandbox();
+    const owned = sandbox.modules.flatMap((module) => module.tables);
+    expect(owned.length).toBe(new Set(owned).size);
+    const tables = sandbox.db
+      .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+      .pluck()
+      .all() as string[];
+    expect([...owned, 'settings'].sort()).toEqual(tables.sort());
   });
 });

@@ -79,13 +79,14 @@ export function createTestSandbox(overrides: Partial<Config> = {}) {
     return response.json as { id: string; carrier: string; rate: { amount: string; currency: string } };
   }
 
-  const { stores, services, scheduler } = sandbox;
+  const { stores, services, scheduler, modules } = sandbox;
   return {
     app,
     db,
     stores,
     services,
     scheduler,
+    modules,
     config,
     wall,
     logLines: lines,
