@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { durationMillis } from './core/duration.js';
+import { durationMillis, MAX_RETRIES, RETRY_DELAY_RULE, retryDelayMillis } from './core/duration.js';
 import { ConfigError } from './core/errors.js';
 
 export { ConfigError };
@@ -41,8 +41,11 @@ const port = z.coerce
 interface Setting {
   flag: string;
   env: string;
-  /** `boolean` settings are flags without a value (`--memory`); the rest take one (`--port 4010`). */
-  kind: 'string' | 'boolean';
+  /**
+   * `boolean` settings are flags without a value (`--memory`); the rest take one (`--port 4010`);
+   * `list` ones may be given several times, and their variable separates values with commas.
+   */
+  kind: 'string' | 'boolean' | 'list';
   placeholder?: string;
   defaultText: string;
   description: string;
@@ -220,21 +223,77 @@ export const SETTINGS = {
     placeholder: 'list',
     defaultText: '1m,5m,30m,2h,8h',
     description:
-      "delays before each retry of a failed webhook delivery, on the account clock (the specification's ladder)",
+      "delays before each retry of a failed webhook delivery, on the account clock (the specification's ladder); none for no retries",
     schema: z
       .string()
       .default('1m,5m,30m,2h,8h')
       .transform((text, ctx) => {
-        const delays = text.split(',').map((part) => durationMillis(part));
-        if (delays.length > 20 || delays.some((d) => d === undefined || d < 0)) {
+        if (text.trim().toLowerCase() === 'none') return [];
+        const delays = text.split(',').map((part) => retryDelayMillis(part));
+        if (delays.length > MAX_RETRIES || delays.some((d) => d === undefined)) {
           ctx.addIssue({
             code: 'custom',
-            message: 'must be up to 20 durations separated by commas, such as 1m,5m,30m',
+            message: `must be up to ${MAX_RETRIES} delays separated by commas, each ${RETRY_DELAY_RULE}, or none`,
           });
           return z.NEVER;
         }
         return delays as number[];
       }),
+  },
+  webhookTargets: {
+    flag: 'webhook-targets',
+    env: 'SANDBOX_WEBHOOK_TARGETS',
+    kind: 'string',
+    placeholder: 'policy',
+    defaultText: 'local on a loopback --host, else public',
+    description:
+      'where webhooks may deliver: local (loopback and private networks too) or public (public addresses only); link-local and cloud metadata addresses are always refused',
+    schema: z.enum(['local', 'public'], { message: 'must be local or public' }).optional(),
+  },
+  webhookAllowHosts: {
+    flag: 'webhook-allow-host',
+    env: 'SANDBOX_WEBHOOK_ALLOW_HOSTS',
+    kind: 'list',
+    placeholder: 'host',
+    defaultText: 'none',
+    description: 'a host name or address webhooks may deliver to whatever the policy says (repeatable)',
+    schema: z
+      .array(
+        z
+          .string()
+          .trim()
+          .toLowerCase()
+          .min(1, 'must not be empty')
+          .max(253, 'must be at most 253 characters')
+          .regex(/^[a-z0-9.:[\]_-]+$/, 'must be a host name or an IP address'),
+      )
+      .default([]),
+  },
+  shutdownTimeoutMs: {
+    flag: 'shutdown-timeout',
+    env: 'SANDBOX_SHUTDOWN_TIMEOUT',
+    kind: 'string',
+    placeholder: 'duration',
+    defaultText: '10s',
+    description:
+      'on SIGTERM or SIGINT, how long to wait for webhook sends on the wire before exiting (those cut off are sent after the next start)',
+    schema: durationText
+      .prefault('10s')
+      .refine((ms) => ms >= 0 && ms <= 600_000, 'must be between 0 and 10m'),
+  },
+  maxConnections: {
+    flag: 'max-connections',
+    env: 'SANDBOX_MAX_CONNECTIONS',
+    kind: 'string',
+    placeholder: 'number',
+    defaultText: '1000',
+    description: 'open connections each listener accepts at once; more are refused until some close',
+    schema: z.coerce
+      .number({ message: 'must be a number' })
+      .int('must be a whole number')
+      .min(1, 'must be at least 1')
+      .max(1_000_000, 'must be at most 1000000')
+      .default(1000),
   },
   renderThreads: {
     flag: 'render-threads',
@@ -269,10 +328,15 @@ export type CommandLine = { help: true } | { help: false; config: Config };
 
 /** Reads flags and environment into a validated Config, or says exactly which value is wrong. */
 export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv): CommandLine {
-  const options: Record<string, { type: 'string' | 'boolean' }> = { help: { type: 'boolean' } };
-  for (const setting of Object.values(SETTINGS) as Setting[]) options[setting.flag] = { type: setting.kind };
+  const options: Record<string, { type: 'string' | 'boolean'; multiple?: boolean }> = {
+    help: { type: 'boolean' },
+  };
+  for (const setting of Object.values(SETTINGS) as Setting[]) {
+    options[setting.flag] =
+      setting.kind === 'list' ? { type: 'string', multiple: true } : { type: setting.kind };
+  }
 
-  let values: Record<string, string | boolean | undefined>;
+  let values: Record<string, string | boolean | (string | boolean)[] | undefined>;
   try {
     ({ values } = parseArgs({ args: argv, options, strict: true, allowPositionals: false }));
   } catch (error) {
@@ -283,13 +347,18 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv): Comman
   const config: Record<string, unknown> = {};
   for (const [key, setting] of Object.entries(SETTINGS) as [string, Setting][]) {
     const fromFlag = values[setting.flag];
-    const raw = fromFlag ?? env[setting.env];
+    const fromEnv = env[setting.env];
+    const raw =
+      fromFlag ??
+      (setting.kind === 'list' && fromEnv !== undefined ? fromEnv.split(',').filter(Boolean) : fromEnv);
     const source = fromFlag === undefined ? `environment variable ${setting.env}` : `--${setting.flag}`;
     const input = typeof raw === 'boolean' ? String(raw) : raw === '' ? undefined : raw;
     const parsed = setting.schema.safeParse(input);
     if (!parsed.success) {
       const reason = parsed.error.issues[0]?.message ?? 'is invalid';
-      throw new ConfigError(`Invalid value '${String(raw)}' for ${source}: ${reason}.`);
+      const issue = parsed.error.issues[0];
+      const value = Array.isArray(raw) && typeof issue?.path[0] === 'number' ? raw[issue.path[0]] : raw;
+      throw new ConfigError(`Invalid value '${String(value)}' for ${source}: ${reason}.`);
     }
     config[key] = parsed.data;
   }
@@ -312,6 +381,16 @@ export function helpText(): string {
     `  ${'--help'.padEnd(26)} show this text`,
     '',
   ].join('\n');
+}
+
+/**
+ * Where webhooks may deliver: as set, or `local` when the sandbox listens on a loopback address (a
+ * developer's machine) and `public` otherwise (a shared deployment).
+ */
+export function webhookTargetsOf(config: Pick<Config, 'webhookTargets' | 'host'>): 'local' | 'public' {
+  if (config.webhookTargets) return config.webhookTargets;
+  const host = config.host.replace(/^\[|\]$/g, '');
+  return host === 'localhost' || host === '::1' || /^127\./.test(host) ? 'local' : 'public';
 }
 
 /** Defaults for tests and embedding: everything in memory, a free port, quiet logs. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, helpText, parseCommandLine, SETTINGS } from '../src/config.js';
+import { ConfigError, helpText, parseCommandLine, SETTINGS, webhookTargetsOf } from '../src/config.js';
 
 const parse = (argv: string[], env: Record<string, string> = {}) => {
   const result = parseCommandLine(argv, env);
@@ -28,6 +28,10 @@ describe('command line', () => {
       allowHttpWebhooks: false,
       webhookTimeoutMs: 10_000,
       webhookRetries: [60_000, 300_000, 1_800_000, 7_200_000, 28_800_000],
+      webhookTargets: undefined,
+      webhookAllowHosts: [],
+      shutdownTimeoutMs: 10_000,
+      maxConnections: 1000,
       renderThreads: 2,
       logLevel: 'info',
     });
@@ -53,6 +57,10 @@ describe('command line', () => {
       SANDBOX_ALLOW_HTTP_WEBHOOKS: '1',
       SANDBOX_WEBHOOK_TIMEOUT: '500ms',
       SANDBOX_WEBHOOK_RETRIES: '10s, 1m',
+      SANDBOX_WEBHOOK_TARGETS: 'public',
+      SANDBOX_WEBHOOK_ALLOW_HOSTS: 'hooks.ci.internal,10.0.0.5',
+      SANDBOX_SHUTDOWN_TIMEOUT: '3s',
+      SANDBOX_MAX_CONNECTIONS: '50',
       SANDBOX_RENDER_THREADS: '0',
       LOG_LEVEL: 'debug',
     });
@@ -75,6 +83,10 @@ describe('command line', () => {
       allowHttpWebhooks: true,
       webhookTimeoutMs: 500,
       webhookRetries: [10_000, 60_000],
+      webhookTargets: 'public',
+      webhookAllowHosts: ['hooks.ci.internal', '10.0.0.5'],
+      shutdownTimeoutMs: 3_000,
+      maxConnections: 50,
       renderThreads: 0,
       logLevel: 'debug',
     });
@@ -88,6 +100,32 @@ describe('command line', () => {
     expect(config.port).toBe(5000);
     expect(config.memory).toBe(true);
     expect(config.logLevel).toBe('warn');
+  });
+
+  it('takes a repeatable flag several times, and its variable as a comma-separated list', () => {
+    expect(parse(['--webhook-allow-host', 'A.test', '--webhook-allow-host=[::1]']).webhookAllowHosts).toEqual(
+      ['a.test', '[::1]'],
+    );
+    expect(parse([], { SANDBOX_WEBHOOK_ALLOW_HOSTS: 'a.test,,b.test' }).webhookAllowHosts).toEqual([
+      'a.test',
+      'b.test',
+    ]);
+  });
+
+  it('takes none for a ladder without retries, and whole seconds up to 30 days', () => {
+    expect(parse(['--webhook-retries', 'none']).webhookRetries).toEqual([]);
+    expect(parse(['--webhook-retries', '1,30d,1.5h']).webhookRetries).toEqual([
+      1000, 2_592_000_000, 5_400_000,
+    ]);
+  });
+
+  it('delivers webhooks locally on a loopback host and publicly elsewhere, unless told', () => {
+    expect(webhookTargetsOf(parse([]))).toBe('local');
+    expect(webhookTargetsOf(parse(['--host', '::1']))).toBe('local');
+    expect(webhookTargetsOf(parse(['--host', '0.0.0.0']))).toBe('public');
+    expect(webhookTargetsOf(parse(['--host', '10.1.2.3']))).toBe('public');
+    expect(webhookTargetsOf(parse(['--host', '0.0.0.0', '--webhook-targets', 'local']))).toBe('local');
+    expect(webhookTargetsOf(parse(['--webhook-targets', 'public']))).toBe('public');
   });
 
   it('reads false-like values of boolean variables as off', () => {
@@ -110,6 +148,15 @@ describe('command line', () => {
     [['--webhook-timeout', '5m'], /--webhook-timeout.*between/],
     [['--webhook-retries', '1m,,5m'], /--webhook-retries/],
     [['--webhook-retries', '1m,later'], /--webhook-retries/],
+    [['--webhook-retries', '1e300'], /--webhook-retries.*whole number of seconds from 1 second to 30 days/],
+    [['--webhook-retries', '99999999d'], /--webhook-retries.*30 days/],
+    [['--webhook-retries', '500ms'], /--webhook-retries/],
+    [['--webhook-retries', '1.5'], /--webhook-retries/],
+    [['--webhook-retries', Array(21).fill('1m').join(',')], /--webhook-retries.*up to 20/],
+    [['--webhook-targets', 'anywhere'], /--webhook-targets.*local or public/],
+    [['--webhook-allow-host', 'a b'], /'a b' for --webhook-allow-host.*host name or an IP/],
+    [['--shutdown-timeout', '1h'], /--shutdown-timeout.*between 0 and 10m/],
+    [['--max-connections', '0'], /--max-connections.*at least 1/],
     [['--render-threads', '1.5'], /--render-threads.*whole number/],
     [['--render-threads=-1'], /--render-threads.*0 or more/],
     [['--render-threads', '17'], /--render-threads.*at most 16/],

@@ -1,5 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import { SCOPES } from '../core/actor.js';
+import { MAX_RETRIES } from '../core/duration.js';
 import { TimestampSchema } from '../core/schemas.js';
 import { PLANS } from './plans.js';
 
@@ -41,12 +42,13 @@ export const AccountSettingsSchema = z
     default_scenario: z.string().min(1, 'must not be empty').optional().openapi({ example: 'express' }),
     webhook_retry_schedule: z
       .array(z.union([z.number(), z.string()]))
-      .max(20, 'must have at most 20 delays')
+      .max(MAX_RETRIES, `must have at most ${MAX_RETRIES} delays`)
       .nullable()
       .optional()
       .openapi({
         example: ['10s', '1m'],
-        description: 'delays before each retry; null restores the server ladder',
+        description:
+          'delays before each retry, each a whole number of seconds from 1 second to 30 days; [] for no retries; null restores the server ladder',
       }),
     rate_limits: z
       .boolean()

@@ -1,6 +1,7 @@
 import { type Caller, SCOPES } from '../core/actor.js';
-import { type ClockState, clockNow, parseDuration, startClock } from '../core/clock.js';
-import { ApiError, notFound } from '../core/errors.js';
+import { type ClockState, clockNow, startClock } from '../core/clock.js';
+import { RETRY_DELAY_RULE, retryDelayMillis } from '../core/duration.js';
+import { ApiError, invalidField, notFound } from '../core/errors.js';
 import { newId } from '../core/ids.js';
 import { formatTimestamp } from '../core/time.js';
 import { DEFAULT_ACCOUNT } from './default-account.js';
@@ -171,7 +172,13 @@ export class AccountService {
           ? account.webhookRetrySchedule
           : ladder === null
             ? null
-            : ladder.map((delay, i) => parseDuration(delay, `webhook_retry_schedule.${i}`)),
+            : ladder.map((delay, i) => {
+                const millis = retryDelayMillis(delay);
+                const field = `webhook_retry_schedule.${i}`;
+                if (millis === undefined)
+                  throw invalidField(field, `'${field}' must be ${RETRY_DELAY_RULE}.`);
+                return millis;
+              }),
     };
     this.store.saveSettings(updated);
     return updated;

@@ -12,3 +12,21 @@ export function durationMillis(value: unknown): number | undefined {
   const millis = /^-?\d+(\.\d+)?$/.test(text) ? Number(text) * 1000 : ms(text as ms.StringValue);
   return Number.isFinite(millis) ? millis : undefined;
 }
+
+const SECOND_MS = 1000;
+const MAX_RETRY_DELAY_MS = 30 * 24 * 60 * 60 * SECOND_MS;
+/** At most this many retries after a failed webhook delivery (the contract's bound). */
+export const MAX_RETRIES = 20;
+
+/**
+ * A webhook retry delay as the contract bounds it: a whole number of seconds, from 1 second to 30
+ * days. Milliseconds, or undefined for anything else (a fraction, `1e300`, `"99999999d"`).
+ */
+export function retryDelayMillis(value: unknown): number | undefined {
+  const millis = durationMillis(value);
+  if (millis === undefined || millis < SECOND_MS || millis > MAX_RETRY_DELAY_MS) return undefined;
+  return Number.isInteger(millis / SECOND_MS) ? millis : undefined;
+}
+
+export const RETRY_DELAY_RULE =
+  'a whole number of seconds from 1 second to 30 days, such as 90, "5m" or "2h"';
