@@ -215,10 +215,12 @@ describe('scopes', () => {
     }
   });
 
-  it('lets any valid key of the account use the sandbox controls', async () => {
+  it("applies the API's scopes to the sandbox controls (the contract's table; every route in sandbox-scopes)", async () => {
     const sandbox = createTestSandbox();
-    const key = restrictedKey(sandbox, ['rates:read']);
-    const clock = await sandbox.call('GET', '/_sandbox/clock', { key });
+    const rates = restrictedKey(sandbox, ['rates:read']);
+    expectError(await sandbox.call('GET', '/_sandbox/clock', { key: rates }), 403, 'insufficient_scope');
+    const reader = restrictedKey(sandbox, ['shipments:read']);
+    const clock = await sandbox.call('GET', '/_sandbox/clock', { key: reader });
     expect(clock.status).toBe(200);
     expect(clock.json).toEqual({ now: START, speed: 1, frozen: false });
   });

@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { formatTimestamp } from '../core/time.js';
-import { requireAdminToken } from '../http/auth.js';
+import { requireAdminToken, requireFullKey, requireScope } from '../http/auth.js';
 import { requireJsonObjectBody } from '../http/body.js';
 import {
   BEARER_SECURITY,
@@ -24,8 +24,8 @@ import type { AccountService } from './service.js';
 
 const security = BEARER_SECURITY;
 const tags = ['Sandbox controls'];
-const ACCOUNT_ERRORS = [400, 401, 500] as const;
-const KEY_ERRORS = [400, 401, 404, 422, 500] as const;
+const ACCOUNT_ERRORS = [400, 401, 403, 500] as const;
+const KEY_ERRORS = [400, 401, 403, 404, 422, 500] as const;
 
 /** `POST /_sandbox/accounts`: open, unless the server has an admin token. */
 export function accountCreationRoutes(accounts: AccountService, adminToken: string | undefined) {
@@ -72,6 +72,7 @@ export function accountControlRoutes(accounts: AccountService, resetAccount: (ac
       tags,
       summary: 'The account of the calling key',
       security,
+      middleware: [requireScope('shipments:read')] as const,
       responses: { 200: jsonResponse(AccountSchema, 'The account'), ...errorResponses(...ACCOUNT_ERRORS) },
     }),
     (c) => c.json(accounts.present(accounts.get(c.get('caller').accountId)), 200),
@@ -84,6 +85,7 @@ export function accountControlRoutes(accounts: AccountService, resetAccount: (ac
       tags,
       summary: "Change the account's plan or default scenario",
       security,
+      middleware: [requireFullKey] as const,
       request: { body: jsonBody(AccountSettingsSchema) },
       responses: {
         200: jsonResponse(AccountSchema, 'The account'),
@@ -101,6 +103,7 @@ export function accountControlRoutes(accounts: AccountService, resetAccount: (ac
       tags,
       summary: 'Create an API key; its value is shown once',
       security,
+      middleware: [requireFullKey] as const,
       request: { body: jsonBody(CreateKeySchema) },
       responses: {
         201: jsonResponse(CreatedKeySchema, 'The key and its value'),
@@ -117,6 +120,7 @@ export function accountControlRoutes(accounts: AccountService, resetAccount: (ac
       tags,
       summary: "The account's keys, newest first (the last four characters only)",
       security,
+      middleware: [requireScope('shipments:read')] as const,
       responses: { 200: jsonResponse(KeyListSchema, 'Keys'), ...errorResponses(...KEY_ERRORS) },
     }),
     (c) =>
@@ -143,6 +147,7 @@ export function accountControlRoutes(accounts: AccountService, resetAccount: (ac
       tags,
       summary: "Remove the account's data and reset its clock; keys and settings stay",
       security,
+      middleware: [requireFullKey] as const,
       responses: {
         200: jsonResponse(z.object({ reset: z.literal(true) }), 'Reset'),
         ...errorResponses(...KEY_ERRORS),

@@ -1,4 +1,4 @@
-import { type Caller, SCOPES } from '../core/actor.js';
+import { type Caller, isFullKey, SCOPES } from '../core/actor.js';
 import { type ClockState, clockNow, startClock } from '../core/clock.js';
 import { RETRY_DELAY_RULE, retryDelayMillis } from '../core/duration.js';
 import { ApiError, invalidField, notFound } from '../core/errors.js';
@@ -198,13 +198,25 @@ export class AccountService {
     };
   }
 
+  /** A new key of the caller's account, with at most the caller's own scopes (all of them when not given). */
   createKey(caller: Caller, input: CreateKeyInput) {
+    const lacking = input.scopes?.find((scope) => !caller.scopes.includes(scope));
+    if (lacking !== undefined) {
+      throw new ApiError(
+        403,
+        'insufficient_scope',
+        `A key cannot make a key with the '${lacking}' scope, which it lacks.`,
+        {
+          field: 'scopes',
+        },
+      );
+    }
     const value = newKeyValue();
     const key = {
       id: newId('key', caller.now),
       accountId: caller.accountId,
       name: input.name,
-      scopes: input.scopes ?? [...SCOPES],
+      scopes: input.scopes ?? [...caller.scopes],
       createdAt: caller.now,
     };
     this.store.insertApiKey(key, value);
@@ -216,7 +228,15 @@ export class AccountService {
     return this.store.keys(accountId);
   }
 
+  /** Revokes a key of the account at once: any key may revoke itself, only a full key another. */
   revokeKey(caller: Caller, keyId: string): { id: string; revoked_at: string } {
+    if (keyId !== caller.keyId && !isFullKey(caller)) {
+      throw new ApiError(
+        403,
+        'insufficient_scope',
+        'Only a full API key (all five scopes) can revoke another key; a restricted key can revoke itself.',
+      );
+    }
     const key = this.store.revokeKey(caller.accountId, keyId, caller.now);
     if (!key?.revokedAt) throw notFound('key', keyId);
     return { id: key.id, revoked_at: formatTimestamp(key.revokedAt) };

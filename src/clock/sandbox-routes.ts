@@ -1,12 +1,13 @@
 import { createRoute } from '@hono/zod-openapi';
 import { ApiError } from '../core/errors.js';
+import { requireScope } from '../http/auth.js';
 import { BEARER_SECURITY, createRouter, errorResponses, jsonBody, jsonResponse } from '../http/router.js';
 import { AdvanceClockSchema, AdvancedClockSchema, ClockSchema, ClockSettingsSchema } from './schema.js';
 import type { ClockService } from './service.js';
 
 const security = BEARER_SECURITY;
 const tags = ['Sandbox controls'];
-const ERRORS = [400, 401, 500] as const;
+const ERRORS = [400, 401, 403, 500] as const;
 
 export function clockRoutes(clock: ClockService) {
   const router = createRouter();
@@ -18,6 +19,7 @@ export function clockRoutes(clock: ClockService) {
       tags,
       summary: "Read the account's clock",
       security,
+      middleware: [requireScope('shipments:read')] as const,
       responses: { 200: jsonResponse(ClockSchema, 'The clock'), ...errorResponses(...ERRORS) },
     }),
     (c) => c.json(clock.read(c.get('caller').accountId), 200),
@@ -30,6 +32,7 @@ export function clockRoutes(clock: ClockService) {
       tags,
       summary: 'Set the clock speed, freeze or unfreeze it',
       security,
+      middleware: [requireScope('shipments:write')] as const,
       request: { body: jsonBody(ClockSettingsSchema) },
       responses: { 200: jsonResponse(ClockSchema, 'The clock'), ...errorResponses(...ERRORS, 422) },
     }),
@@ -43,6 +46,7 @@ export function clockRoutes(clock: ClockService) {
       tags,
       summary: 'Move the clock forward and run everything that falls due',
       security,
+      middleware: [requireScope('shipments:write')] as const,
       request: { body: jsonBody(AdvanceClockSchema) },
       responses: {
         200: jsonResponse(AdvancedClockSchema, 'The clock, and what ran'),

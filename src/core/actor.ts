@@ -22,3 +22,7 @@ export interface Caller extends Actor {
   keyId: string;
   scopes: readonly Scope[];
 }
+
+/** A full key carries every scope: what the sandbox's own settings, keys, faults and reset need. */
+export const isFullKey = (caller: Pick<Caller, 'scopes'>): boolean =>
+  SCOPES.every((scope) => caller.scopes.includes(scope));

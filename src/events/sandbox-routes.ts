@@ -3,6 +3,7 @@ import { invalidParameter } from '../core/errors.js';
 import { toJsonText } from '../core/json.js';
 import { parseLimit } from '../core/paging.js';
 import { type Db, transaction } from '../db/database.js';
+import { requireScope } from '../http/auth.js';
 import {
   BEARER_SECURITY,
   COMMON_ERRORS,
@@ -30,6 +31,7 @@ export function eventRoutes(db: Db, events: EventStore) {
       tags,
       summary: "The account's events, newest first",
       security,
+      middleware: [requireScope('shipments:read')] as const,
       request: { query: EventListQuerySchema },
       responses: { 200: jsonResponse(EventListSchema, 'Events'), ...errorResponses(...COMMON_ERRORS) },
     }),
@@ -50,10 +52,11 @@ export function eventRoutes(db: Db, events: EventStore) {
       tags,
       summary: "Fire an event with sample data to the account's webhooks",
       security,
+      middleware: [requireScope('shipments:write')] as const,
       request: { body: jsonBody(TriggerSchema) },
       responses: {
         201: jsonResponse(EventSchema, 'The event envelope'),
-        ...errorResponses(400, 401, 404, 422, 500),
+        ...errorResponses(400, 401, 403, 404, 422, 500),
       },
     }),
     (c) => {

@@ -1,5 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { notFound } from '../core/errors.js';
+import { requireFullKey } from '../http/auth.js';
 import {
   BEARER_SECURITY,
   createRouter,
@@ -14,7 +15,7 @@ import type { FaultStore } from './store.js';
 
 const security = BEARER_SECURITY;
 const tags = ['Sandbox controls'];
-const ERRORS = [400, 401, 404, 422, 500] as const;
+const ERRORS = [400, 401, 403, 404, 422, 500] as const;
 
 export function faultRoutes(faults: FaultStore) {
   const router = createRouter();
@@ -26,6 +27,7 @@ export function faultRoutes(faults: FaultStore) {
       tags,
       summary: 'Inject a fault into matching API requests',
       security,
+      middleware: [requireFullKey] as const,
       request: { body: jsonBody(CreateFaultSchema) },
       responses: { 201: jsonResponse(FaultSchema, 'The rule'), ...errorResponses(...ERRORS) },
     }),
@@ -39,6 +41,7 @@ export function faultRoutes(faults: FaultStore) {
       tags,
       summary: "The account's fault rules, newest first",
       security,
+      middleware: [requireFullKey] as const,
       responses: {
         200: jsonResponse(z.object({ data: z.array(FaultSchema) }), 'Rules'),
         ...errorResponses(...ERRORS),
@@ -54,6 +57,7 @@ export function faultRoutes(faults: FaultStore) {
       tags,
       summary: 'Remove a fault rule',
       security,
+      middleware: [requireFullKey] as const,
       request: { params: idParam() },
       responses: {
         200: jsonResponse(z.object({ id: z.string(), deleted: z.literal(true) }), 'Removed'),
@@ -74,6 +78,7 @@ export function faultRoutes(faults: FaultStore) {
       tags,
       summary: 'Remove every fault rule of the account',
       security,
+      middleware: [requireFullKey] as const,
       responses: {
         200: jsonResponse(z.object({ deleted: z.literal(true) }), 'Removed'),
         ...errorResponses(...ERRORS),

@@ -1,6 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
-import type { Caller, Scope } from '../core/actor.js';
+import { type Caller, isFullKey, type Scope } from '../core/actor.js';
 import { ApiError } from '../core/errors.js';
 import type { AppEnv } from './context.js';
 
@@ -38,6 +38,22 @@ export function requireScope(scope: Scope): MiddlewareHandler<AppEnv> {
     await next();
   };
 }
+
+/**
+ * 403 `insufficient_scope` unless the key carries every scope: the account's keys, settings, faults and
+ * reset are the account holder's, so a key restricted to reading cannot mint a full one or reset the account.
+ */
+export const requireFullKey: MiddlewareHandler<AppEnv> = async (c, next) => {
+  if (!isFullKey(c.get('caller'))) {
+    throw new ApiError(
+      403,
+      'insufficient_scope',
+      'This request needs a full API key (all five scopes); this key is restricted to ' +
+        `${c.get('caller').scopes.join(', ')}.`,
+    );
+  }
+  await next();
+};
 
 /**
  * With `--admin-token`, creating accounts needs `Authorization: Bearer <token>`, so a shared

@@ -1,6 +1,7 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { parseLimit } from '../core/paging.js';
 import { TimestampSchema } from '../core/schemas.js';
+import { requireScope } from '../http/auth.js';
 import { BEARER_SECURITY, createRouter, errorResponses, jsonResponse } from '../http/router.js';
 import type { RequestJournal } from './journal.js';
 
@@ -31,10 +32,11 @@ export function journalRoutes(journal: RequestJournal) {
       tags: ['Sandbox controls'],
       summary: "The account's recent API requests, newest first",
       security: BEARER_SECURITY,
+      middleware: [requireScope('shipments:read')] as const,
       request: { query: LimitQuery },
       responses: {
         200: jsonResponse(z.object({ data: z.array(RequestEntrySchema) }), 'Requests'),
-        ...errorResponses(400, 401, 404, 422, 500),
+        ...errorResponses(400, 401, 403, 404, 422, 500),
       },
     }),
     (c) => {

@@ -1,4 +1,5 @@
 import { createRoute, z } from '@hono/zod-openapi';
+import { requireScope } from '../http/auth.js';
 import { BEARER_SECURITY, createRouter, errorResponses, jsonResponse } from '../http/router.js';
 import type { ScenarioCatalog } from './catalog.js';
 import { TRACKING_STATUSES } from './vocabulary.js';
@@ -31,7 +32,8 @@ export function scenarioRoutes(scenarios: ScenarioCatalog) {
       tags: ['Sandbox controls'],
       summary: 'The scenarios a label can play',
       security: BEARER_SECURITY,
-      responses: { 200: jsonResponse(ScenarioListSchema, 'Scenarios'), ...errorResponses(401, 500) },
+      middleware: [requireScope('shipments:read')] as const,
+      responses: { 200: jsonResponse(ScenarioListSchema, 'Scenarios'), ...errorResponses(401, 403, 500) },
     }),
     (c) =>
       c.json(

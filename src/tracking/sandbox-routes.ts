@@ -1,6 +1,7 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Actor } from '../core/actor.js';
 import { TimestampSchema } from '../core/schemas.js';
+import { requireScope } from '../http/auth.js';
 import {
   BEARER_SECURITY,
   createRouter,
@@ -14,7 +15,7 @@ import type { TrackingService } from './service.js';
 
 const security = BEARER_SECURITY;
 const tags = ['Sandbox controls'];
-const ERRORS = [400, 401, 404, 422, 500] as const;
+const ERRORS = [400, 401, 403, 404, 422, 500] as const;
 
 const ShipmentIdParam = idParam('shp_01JD…');
 
@@ -94,6 +95,7 @@ export function trackingControlRoutes(tracking: TrackingService) {
         tags,
         summary: `Play another scenario for ${subject}, from now`,
         security,
+        middleware: [requireScope('shipments:write')] as const,
         request: { params, body: jsonBody(ScenarioRequestSchema) },
         responses: {
           200: jsonResponse(ScenarioStartedSchema, 'The planned steps'),
@@ -114,6 +116,7 @@ export function trackingControlRoutes(tracking: TrackingService) {
         tags,
         summary: `Advance ${subject} to a tracking status, playing every step on the way`,
         security,
+        middleware: [requireScope('shipments:write')] as const,
         request: { params, body: jsonBody(AdvanceRequestSchema) },
         responses: { 200: jsonResponse(TrackingSchema, 'The tracking record'), ...errorResponses(...ERRORS) },
       }),
@@ -131,6 +134,7 @@ export function trackingControlRoutes(tracking: TrackingService) {
         tags,
         summary: `Append a custom tracking event to ${subject}`,
         security,
+        middleware: [requireScope('shipments:write')] as const,
         request: { params, body: jsonBody(CustomEventSchema) },
         responses: { 201: jsonResponse(TrackingSchema, 'The tracking record'), ...errorResponses(...ERRORS) },
       }),

@@ -3,6 +3,7 @@ import { ApiError } from '../core/errors.js';
 import { parseLimit } from '../core/paging.js';
 import { TimestampSchema } from '../core/schemas.js';
 import { formatTimestamp } from '../core/time.js';
+import { requireScope } from '../http/auth.js';
 import { BEARER_SECURITY, createRouter, errorResponses, idParam, jsonResponse } from '../http/router.js';
 import type { WebhookDelivery } from './delivery.js';
 import { AttemptListSchema, AttemptSchema } from './schema.js';
@@ -11,7 +12,7 @@ import type { WebhookStore } from './store.js';
 
 const security = BEARER_SECURITY;
 const tags = ['Sandbox controls'];
-const ERRORS = [400, 401, 404, 422, 500] as const;
+const ERRORS = [400, 401, 403, 404, 422, 500] as const;
 const LimitQuery = z.object({
   limit: z
     .string()
@@ -48,6 +49,7 @@ export function webhookControlRoutes(
       tags,
       summary: 'Every delivery attempt of a webhook, newest first',
       security,
+      middleware: [requireScope('shipments:read')] as const,
       request: { params: idParam(), query: LimitQuery },
       responses: { 200: jsonResponse(AttemptListSchema, 'Attempts'), ...errorResponses(...ERRORS) },
     }),
@@ -65,6 +67,7 @@ export function webhookControlRoutes(
       tags,
       summary: 'Send a delivery again, now; answers once the receiver has answered',
       security,
+      middleware: [requireScope('shipments:write')] as const,
       request: { params: idParam() },
       responses: { 200: jsonResponse(AttemptSchema, 'The new attempt'), ...errorResponses(...ERRORS) },
     }),
@@ -85,6 +88,7 @@ export function webhookControlRoutes(
       tags,
       summary: "The account's e-mail outbox (webhook failure alerts), newest first",
       security,
+      middleware: [requireScope('shipments:read')] as const,
       request: { query: LimitQuery },
       responses: { 200: jsonResponse(EmailListSchema, 'E-mails'), ...errorResponses(...ERRORS) },
     }),
