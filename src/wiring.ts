@@ -197,7 +197,7 @@ export function createSandbox({ db, config, logger, scenarios, realNow = Date.no
     readBody,
     auth,
     journalRequests(journal),
-    rateLimit(rateLimiter, (caller) => accounts.limitsOf(caller)),
+    rateLimit(rateLimiter, (caller) => accounts.limitsOf(caller), realNow),
     injectFaults(faults),
     requireJsonObjectBody,
   );

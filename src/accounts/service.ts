@@ -28,6 +28,7 @@ export interface CallerLimits {
   ceilings: readonly PlanCeiling[];
   enforce: boolean;
   clockSpeed: number;
+  frozen: boolean;
 }
 
 /** Accounts and their keys: creating them, knowing who calls, and the account's settings. */
@@ -124,8 +125,8 @@ export class AccountService {
       limits = {
         ceilings: ceilingsFor(account, caller.keyId),
         enforce: this.options.serverEnforcesRateLimits && account.rateLimitsEnabled,
-        // A frozen clock's windows end in real time (Retry-After is in real seconds).
-        clockSpeed: account.clock.frozen ? 1 : account.clock.speed,
+        clockSpeed: account.clock.speed,
+        frozen: account.clock.frozen,
       };
       byKey.set(caller.keyId, limits);
     }

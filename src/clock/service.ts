@@ -6,8 +6,8 @@ import {
   parseDuration,
   startClock,
 } from '../core/clock.js';
-import { ApiError, invalidParameter } from '../core/errors.js';
-import { formatTimestamp } from '../core/time.js';
+import { ApiError, invalidField, invalidParameter } from '../core/errors.js';
+import { DAY, END_OF_TIME, formatTimestamp } from '../core/time.js';
 import type { RanJob, Scheduler } from '../scheduler/scheduler.js';
 
 /** Where account clocks are kept (the accounts module). */
@@ -24,6 +24,9 @@ export interface ClockView {
 }
 
 export type AdvanceRequest = { by: number | string } | { to: string };
+
+const MAX_ADVANCE_DAYS = 3650;
+const MAX_ADVANCE_MS = MAX_ADVANCE_DAYS * DAY;
 
 export function viewClock(clock: ClockState, realNow: number): ClockView {
   return { now: formatTimestamp(clockNow(clock, realNow)), speed: clock.speed, frozen: clock.frozen };
@@ -67,29 +70,52 @@ export class ClockService {
   /**
    * Moves the clock forward by a duration or to an instant, running every job that falls due on the
    * way, in time order, before it answers. The clock never moves backwards: a target before the
-   * clock's present is a 400 `invalid_parameter`.
+   * clock's present is a 400 `invalid_parameter`. A move is at most ten years, and never past the
+   * end of time (9999-12-31T23:59:59Z): beyond either is `422 invalid_field`, and the clock stays.
    */
   async advance(accountId: string, request: AdvanceRequest): Promise<ClockView & { ran: RanJob[] }> {
     const { clocks, scheduler, realNow } = this.deps;
-    const clock = this.load(accountId);
-    const now = clockNow(clock, realNow());
-    const target = 'by' in request ? now + parseDuration(request.by, 'by') : parseInstant(request.to, 'to');
-    if (target < now) {
+    const field = 'by' in request ? 'by' : 'to';
+    const by = 'by' in request ? parseDuration(request.by, 'by') : undefined;
+    if (by !== undefined && by > MAX_ADVANCE_MS) {
+      throw invalidField('by', `'by' must be at most ${MAX_ADVANCE_DAYS} days (ten years) at a time.`);
+    }
+    const requestedAt = clockNow(this.load(accountId), realNow());
+    const to = 'to' in request ? parseInstant(request.to, 'to') : undefined;
+    if (to !== undefined && to < requestedAt) {
       throw invalidParameter(
         'to',
-        `The clock never moves backwards: ${formatTimestamp(target)} is before the clock's present, ${formatTimestamp(now)}.`,
+        `The clock never moves backwards: ${formatTimestamp(to)} is before the clock's present, ${formatTimestamp(requestedAt)}.`,
       );
     }
-    let moved = clock;
-    const ran = await scheduler.runDue(accountId, target, {
-      settle: true,
-      afterwards: () => {
-        // An overlapping advance that got the account's turn first may have moved it further already.
-        const current = this.load(accountId);
-        moved = clockNow(current, realNow()) >= target ? current : moveClockTo(current, target, realNow());
-        clocks.saveClock(accountId, moved);
+    const tooLate = () =>
+      invalidField(
+        field,
+        `The clock cannot pass the end of time, ${formatTimestamp(END_OF_TIME)}; '${field}' goes beyond it.`,
+      );
+    if ((to ?? requestedAt + (by ?? 0)) > END_OF_TIME) throw tooLate();
+
+    let target = requestedAt;
+    let moved = this.load(accountId);
+    const ran = await scheduler.runDue(
+      accountId,
+      () => {
+        // Read when the account's turn comes: two advances `by` at once move the clock by both, and
+        // one `to` an instant another advance has already passed leaves the clock where it is.
+        const now = clockNow(this.load(accountId), realNow());
+        target = by === undefined ? Math.max(now, to ?? now) : now + by;
+        if (target > END_OF_TIME) throw tooLate();
+        return target;
       },
-    });
+      {
+        settle: true,
+        afterwards: () => {
+          const current = this.load(accountId);
+          moved = clockNow(current, realNow()) >= target ? current : moveClockTo(current, target, realNow());
+          clocks.saveClock(accountId, moved);
+        },
+      },
+    );
     return { ...viewClock(moved, realNow()), ran };
   }
 }

@@ -1,5 +1,6 @@
 import { durationMillis } from './duration.js';
 import { invalidField, invalidParameter } from './errors.js';
+import { END_OF_TIME } from './time.js';
 
 /**
  * An account's virtual clock. It is stored as an anchor pair (a real instant and the virtual
@@ -20,9 +21,10 @@ export function startClock(realNow: number, speed: number): ClockState {
   return { anchorReal: realNow, anchorVirtual: realNow, speed, frozen: false };
 }
 
+/** What the clock reads at the real instant `realNow`; a clock that runs stops at the end of time. */
 export function clockNow(clock: ClockState, realNow: number): number {
-  if (clock.frozen) return clock.anchorVirtual;
-  return Math.floor(clock.anchorVirtual + (realNow - clock.anchorReal) * clock.speed);
+  if (clock.frozen) return Math.min(clock.anchorVirtual, END_OF_TIME);
+  return Math.min(END_OF_TIME, Math.floor(clock.anchorVirtual + (realNow - clock.anchorReal) * clock.speed));
 }
 
 /** The same clock re-anchored at `realNow`, so a later change of speed does not rewrite the past. */

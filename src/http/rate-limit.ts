@@ -14,12 +14,25 @@ export interface Ceiling {
   name: string;
 }
 
-/** What limits a caller: its ceilings, whether they are enforced, and how fast its clock runs. */
+/** What limits a caller: its ceilings, whether they are enforced, and how its clock runs. */
 export interface RateLimitPolicy {
   ceilings: readonly Ceiling[];
   enforce: boolean;
-  /** Virtual milliseconds a real one; 1 for a frozen clock, whose windows end in real time. */
+  /** Virtual milliseconds a real one. */
   clockSpeed: number;
+  /**
+   * A frozen clock's windows would never end, so `Retry-After` would never come true: each of its
+   * windows also ends once the real time it had left when it opened has passed. Moving the clock
+   * still ends it too.
+   */
+  frozen: boolean;
+}
+
+/** When a request is counted: on the caller's clock, and on the wall clock. */
+interface Instant {
+  now: number;
+  real: number;
+  frozen: boolean;
 }
 
 export interface RateLimitState {
@@ -39,7 +52,8 @@ const windowEndOf = (ceiling: Ceiling, now: number) =>
  * the account's clock, so advancing the clock a minute empties the minute window.
  */
 export class RateLimiter {
-  private readonly counts = new Map<string, { window: number; count: number }>();
+  /** Per ceiling key: its window (end on the caller's clock), its count, and (frozen) its real end. */
+  private readonly counts = new Map<string, { window: number; count: number; realEnd?: number }>();
   private sweepAt = 0;
 
   /**
@@ -48,14 +62,15 @@ export class RateLimiter {
    */
   take(
     ceilings: readonly Ceiling[],
-    now: number,
+    at: Instant,
     enforce: boolean,
-  ): { allowed: boolean; state: RateLimitState; exceeded?: { ceiling: Ceiling; windowEnd: number } } {
-    const counts = ceilings.map((ceiling) => this.count(ceiling.key, windowEndOf(ceiling, now)));
+  ): { allowed: boolean; state: RateLimitState; exceeded?: { ceiling: Ceiling; realWait: number } } {
+    const { now } = at;
+    const counts = ceilings.map((ceiling) => this.count(ceiling.key, windowEndOf(ceiling, now), at.real));
     const full = ceilings.findIndex((ceiling, i) => (counts[i] ?? 0) >= ceiling.limit);
     const allowed = !enforce || full === -1;
     if (allowed) {
-      for (const ceiling of ceilings) this.increment(ceiling.key, windowEndOf(ceiling, now));
+      for (const ceiling of ceilings) this.increment(ceiling.key, windowEndOf(ceiling, now), at);
     }
     let tightest = 0;
     let tightestRemaining = Number.POSITIVE_INFINITY;
@@ -76,8 +91,16 @@ export class RateLimiter {
         remaining: full === -1 || !enforce ? tightestRemaining : 0,
         reset: Math.ceil(windowEnd / 1000),
       },
-      ...(allowed ? {} : { exceeded: { ceiling: chosen, windowEnd } }),
+      ...(allowed
+        ? {}
+        : { exceeded: { ceiling: chosen, realWait: this.realWait(chosen.key, windowEnd, at) } }),
     };
+  }
+
+  /** Real milliseconds until the window of `key` ends (a frozen clock's windows end only in real time). */
+  private realWait(key: string, windowEnd: number, at: Instant): number {
+    const realEnd = this.counts.get(key)?.realEnd;
+    return at.frozen && realEnd !== undefined ? realEnd - at.real : windowEnd - at.now;
   }
 
   /** Forgets the counts whose keys start with one of `prefixes` (an account's reset). */
@@ -87,15 +110,19 @@ export class RateLimiter {
     }
   }
 
-  private count(key: string, windowEnd: number): number {
+  private count(key: string, windowEnd: number, real: number): number {
     const entry = this.counts.get(key);
-    return entry && entry.window === windowEnd ? entry.count : 0;
+    if (!entry || entry.window !== windowEnd) return 0;
+    return entry.realEnd !== undefined && real >= entry.realEnd ? 0 : entry.count;
   }
 
-  private increment(key: string, windowEnd: number): void {
+  private increment(key: string, windowEnd: number, at: Instant): void {
     const entry = this.counts.get(key);
-    if (entry && entry.window === windowEnd) entry.count += 1;
-    else this.counts.set(key, { window: windowEnd, count: 1 });
+    if (entry && this.count(key, windowEnd, at.real) > 0) entry.count += 1;
+    else {
+      const realEnd = at.frozen ? at.real + (windowEnd - at.now) : undefined;
+      this.counts.set(key, { window: windowEnd, count: 1, ...(realEnd === undefined ? {} : { realEnd }) });
+    }
   }
 
   /** Drops windows that have ended, now and then, so idle keys do not pile up. */
@@ -114,11 +141,16 @@ export class RateLimiter {
 export function rateLimit(
   limiter: RateLimiter,
   policyOf: (caller: Caller) => RateLimitPolicy,
+  realNow: () => number,
 ): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const caller = c.get('caller');
     const policy = policyOf(caller);
-    const result = limiter.take(policy.ceilings, caller.now, policy.enforce);
+    const result = limiter.take(
+      policy.ceilings,
+      { now: caller.now, real: realNow(), frozen: policy.frozen },
+      policy.enforce,
+    );
     const headers = {
       'X-RateLimit-Limit': String(result.state.limit),
       'X-RateLimit-Remaining': String(result.state.remaining),
@@ -126,8 +158,8 @@ export function rateLimit(
     };
     if (result.exceeded) {
       // Retry-After is read in real seconds; a fast clock ends its window sooner than that.
-      const virtualWait = result.exceeded.windowEnd - caller.now;
-      const retryAfter = Math.max(1, Math.ceil(virtualWait / policy.clockSpeed / 1000));
+      const speed = policy.frozen ? 1 : policy.clockSpeed;
+      const retryAfter = Math.max(1, Math.ceil(result.exceeded.realWait / speed / 1000));
       throw new ApiError(
         429,
         'rate_limit_exceeded',

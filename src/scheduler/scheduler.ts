@@ -223,10 +223,13 @@ export class Scheduler {
    */
   runDue(
     accountId: string,
-    until: number,
+    target: number | (() => number),
     options: { settle?: boolean; afterwards?: () => void } = {},
   ): Promise<RanJob[]> {
     return this.withAccountLock(accountId, async () => {
+      // A function is read once the account's turn has come (a clock advance counts from where the
+      // run before it left the clock).
+      const until = typeof target === 'function' ? target() : target;
       const ran: RanJob[] = [];
       for (;;) {
         for (let item = this.nextDue(accountId, until); item; item = this.nextDue(accountId, until)) {
