@@ -19,7 +19,8 @@ import { FaultStore } from './faults/store.js';
 import { authenticate } from './http/auth.js';
 import { readBody, requireJsonObjectBody } from './http/body.js';
 import type { AppEnv } from './http/context.js';
-import { errorHandler, routeNotFound } from './http/errors.js';
+import { errorHandler } from './http/errors.js';
+import { methodNotAllowedOrRouteNotFound } from './http/methods.js';
 import { RateLimiter, rateLimit } from './http/rate-limit.js';
 import { requireHttps } from './http/strict-https.js';
 import { RequestJournal } from './journal/journal.js';
@@ -180,7 +181,7 @@ export function createSandbox({ db, config, logger, scenarios, realNow = Date.no
 
   const app = new OpenAPIHono<AppEnv>();
   app.onError(errorHandler(logger));
-  app.notFound(routeNotFound);
+  app.notFound(methodNotAllowedOrRouteNotFound(() => app.routes));
   // Checked once: a middleware that only decides not to log still costs every request a step.
   if (logger.isLevelEnabled('debug')) app.use('*', logRequests(logger));
 
