@@ -170,6 +170,36 @@ describe('routes', () => {
   });
 });
 
+describe('query parameters', () => {
+  it.each([
+    ['/v1/shipments?limit=5&limit=6', 'limit', 2],
+    ['/v1/shipments?status=created&status=cancelled', 'status', 2],
+    ['/v1/shipments?cursor=a&cursor=b&cursor=c', 'cursor', 3],
+    ['/v1/shipments?carrier=ups&limit=5&carrier=ups', 'carrier', 2],
+    ['/_sandbox/events?event=shipment.created&event=label.generated', 'event', 2],
+    ['/_sandbox/requests?limit=1&limit=1', 'limit', 2],
+  ])('answers 400 invalid_parameter to a repeated parameter: %s', async (path, field, times) => {
+    const sandbox = createTestSandbox();
+    const error = expectError(await sandbox.call('GET', path), 400, 'invalid_parameter', field);
+    expect(error.message).toBe(`'${field}' may be given once; it was given ${times} times.`);
+  });
+
+  it('answers 400 invalid_parameter to a repeated parameter of the keyless CDN', async () => {
+    const sandbox = createTestSandbox();
+    const path = '/cdn/labels/lbl_01JD3S5Z7QK2N8W4X6Y9A0B1C2.pdf?expires=1&signature=a&signature=b';
+    expectError(await sandbox.call('GET', path, { key: null }), 400, 'invalid_parameter', 'signature');
+  });
+
+  it('still reads a parameter given once beside unknown repeated ones', async () => {
+    const sandbox = createTestSandbox();
+    await sandbox.newShipment();
+    await sandbox.newShipment();
+    const response = await sandbox.call('GET', '/v1/shipments?limit=1&utm=a&utm=b');
+    expect(response.status, response.text).toBe(200);
+    expect(response.json.data).toHaveLength(1);
+  });
+});
+
 describe('unexpected errors', () => {
   it('answers 500 internal_error without internals, logs the stack and writes nothing', async () => {
     const sandbox = createTestSandbox();
