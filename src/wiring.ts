@@ -9,6 +9,7 @@ import { clockModule } from './clock/module.js';
 import { ClockService } from './clock/service.js';
 import type { Config } from './config.js';
 import { clockNow } from './core/clock.js';
+import { CursorCodec } from './core/paging.js';
 import { type Db, transaction } from './db/database.js';
 import { SettingsStore } from './db/settings.js';
 import { eventsModule } from './events/module.js';
@@ -90,6 +91,7 @@ export function createSandbox({ db, config, logger, scenarios, realNow = Date.no
     db,
     store: shipmentStore,
     events,
+    cursors: new CursorCodec(new SettingsStore(db).secret('cursor_signing_secret')),
     voidLabelOnCancel: (actor, shipment) => labels.voidOnCancel(actor, shipment),
   });
 
