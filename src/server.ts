@@ -1,10 +1,10 @@
-import { createServer as createHttpsServer } from 'node:https';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { type ServerType, serve } from '@hono/node-server';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import { databaseLocation, openDatabase } from './db/database.js';
 import { httpsOriginHost, loadTlsMaterial } from './http/https.js';
+import { createListener, TRANSPORT_TIMEOUTS, type TransportLimits } from './http/listener.js';
 import { createLogger } from './logger.js';
 import { loadScenarios, scenarioDirectories } from './scenarios/files.js';
 import { createSandbox, type Sandbox } from './wiring.js';
@@ -24,10 +24,19 @@ export interface RunningSandbox {
   close(): Promise<void>;
 }
 
+export interface StartOptions {
+  /**
+   * The listeners' timeouts, for tests that need short ones (see TRANSPORT_TIMEOUTS for the defaults
+   * and why); the connection cap is `config.maxConnections`.
+   */
+  transport?: Partial<Omit<TransportLimits, 'maxConnections'>>;
+}
+
 /** Opens the database, seeds it, and listens over HTTP and HTTPS. Resolves once both ports are bound. */
 export async function startSandbox(
   config: Config,
   logger: Logger = createLogger(config.logLevel),
+  options: StartOptions = {},
 ): Promise<RunningSandbox> {
   // Scenario files and TLS files first: a bad one stops start-up before anything is opened.
   const scenarios = loadScenarios(scenarioDirectories(config.scenariosDir));
@@ -41,12 +50,29 @@ export async function startSandbox(
   const { app } = sandbox;
   await sandbox.start();
 
-  const servers: ServerType[] = [];
-  const listen = (options: Parameters<typeof serve>[0], what: string, flag: string, port: number) =>
+  const limits: TransportLimits = {
+    ...TRANSPORT_TIMEOUTS,
+    ...options.transport,
+    maxConnections: config.maxConnections,
+  };
+  const servers: Server[] = [];
+  const listen = (
+    tlsPair: { cert: string; key: string } | undefined,
+    what: string,
+    flag: string,
+    port: number,
+  ) =>
     new Promise<AddressInfo>((resolve, reject) => {
-      const server = serve(options, resolve);
+      const server = createListener({
+        fetch: app.fetch,
+        hostname: config.host,
+        tls: tlsPair,
+        limits,
+        logger,
+      });
       servers.push(server);
       server.once('error', (error) => reject(listenError(error, what, flag, config.host, port)));
+      server.listen(port, config.host, () => resolve(server.address() as AddressInfo));
     });
 
   const stopServers = () =>
@@ -70,24 +96,8 @@ export async function startSandbox(
   let info: AddressInfo;
   let httpsInfo: AddressInfo;
   try {
-    info = await listen(
-      { fetch: app.fetch, hostname: config.host, port: config.port },
-      'HTTP',
-      'port',
-      config.port,
-    );
-    httpsInfo = await listen(
-      {
-        fetch: app.fetch,
-        hostname: config.host,
-        port: config.httpsPort,
-        createServer: createHttpsServer,
-        serverOptions: { cert: tls.cert, key: tls.key },
-      },
-      'HTTPS',
-      'https-port',
-      config.httpsPort,
-    );
+    info = await listen(undefined, 'HTTP', 'port', config.port);
+    httpsInfo = await listen({ cert: tls.cert, key: tls.key }, 'HTTPS', 'https-port', config.httpsPort);
   } catch (error) {
     await stopServers();
     await release();

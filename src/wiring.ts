@@ -9,6 +9,7 @@ import { clockModule } from './clock/module.js';
 import { ClockService } from './clock/service.js';
 import type { Config } from './config.js';
 import { clockNow } from './core/clock.js';
+import { CursorCodec } from './core/paging.js';
 import { type Db, transaction } from './db/database.js';
 import { SettingsStore } from './db/settings.js';
 import { eventsModule } from './events/module.js';
@@ -19,7 +20,8 @@ import { FaultStore } from './faults/store.js';
 import { authenticate } from './http/auth.js';
 import { readBody, requireJsonObjectBody } from './http/body.js';
 import type { AppEnv } from './http/context.js';
-import { errorHandler, routeNotFound } from './http/errors.js';
+import { errorHandler } from './http/errors.js';
+import { methodNotAllowedOrRouteNotFound } from './http/methods.js';
 import { RateLimiter, rateLimit } from './http/rate-limit.js';
 import { requireHttps } from './http/strict-https.js';
 import { RequestJournal } from './journal/journal.js';
@@ -89,6 +91,7 @@ export function createSandbox({ db, config, logger, scenarios, realNow = Date.no
     db,
     store: shipmentStore,
     events,
+    cursors: new CursorCodec(new SettingsStore(db).secret('cursor_signing_secret')),
     voidLabelOnCancel: (actor, shipment) => labels.voidOnCancel(actor, shipment),
   });
 
@@ -180,7 +183,7 @@ export function createSandbox({ db, config, logger, scenarios, realNow = Date.no
 
   const app = new OpenAPIHono<AppEnv>();
   app.onError(errorHandler(logger));
-  app.notFound(routeNotFound);
+  app.notFound(methodNotAllowedOrRouteNotFound(() => app.routes));
   // Checked once: a middleware that only decides not to log still costs every request a step.
   if (logger.isLevelEnabled('debug')) app.use('*', logRequests(logger));
 

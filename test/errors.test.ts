@@ -161,14 +161,42 @@ describe('routes', () => {
     ['GET', '/shipments', DEFAULT_KEY],
     ['GET', '/v1/nope', DEFAULT_KEY],
     ['GET', '/v1/shipments/shp_x/labels', DEFAULT_KEY],
-    ['PUT', '/v1/shipments', DEFAULT_KEY],
-    ['PATCH', '/v1/shipments/shp_01JD3S5Z7QK2N8W4X6Y9A0B1C2', DEFAULT_KEY],
-    ['DELETE', '/v1/shipments', DEFAULT_KEY],
+    // A known path with another method is 405 method_not_allowed: see methods.test.ts.
   ] as const)('answers 404 route_not_found to %s %s', async (method, path, key) => {
     const sandbox = createTestSandbox();
     const response = await sandbox.call(method, path, { key });
     const error = expectError(response, 404, 'route_not_found');
     expect(error.message).toContain(path);
+  });
+});
+
+describe('query parameters', () => {
+  it.each([
+    ['/v1/shipments?limit=5&limit=6', 'limit', 2],
+    ['/v1/shipments?status=created&status=cancelled', 'status', 2],
+    ['/v1/shipments?cursor=a&cursor=b&cursor=c', 'cursor', 3],
+    ['/v1/shipments?carrier=ups&limit=5&carrier=ups', 'carrier', 2],
+    ['/_sandbox/events?event=shipment.created&event=label.generated', 'event', 2],
+    ['/_sandbox/requests?limit=1&limit=1', 'limit', 2],
+  ])('answers 400 invalid_parameter to a repeated parameter: %s', async (path, field, times) => {
+    const sandbox = createTestSandbox();
+    const error = expectError(await sandbox.call('GET', path), 400, 'invalid_parameter', field);
+    expect(error.message).toBe(`'${field}' may be given once; it was given ${times} times.`);
+  });
+
+  it('answers 400 invalid_parameter to a repeated parameter of the keyless CDN', async () => {
+    const sandbox = createTestSandbox();
+    const path = '/cdn/labels/lbl_01JD3S5Z7QK2N8W4X6Y9A0B1C2.pdf?expires=1&signature=a&signature=b';
+    expectError(await sandbox.call('GET', path, { key: null }), 400, 'invalid_parameter', 'signature');
+  });
+
+  it('still reads a parameter given once beside unknown repeated ones', async () => {
+    const sandbox = createTestSandbox();
+    await sandbox.newShipment();
+    await sandbox.newShipment();
+    const response = await sandbox.call('GET', '/v1/shipments?limit=1&utm=a&utm=b');
+    expect(response.status, response.text).toBe(200);
+    expect(response.json.data).toHaveLength(1);
   });
 });
 
@@ -268,6 +296,12 @@ describe('the error body', () => {
       send: (s) => s.call('GET', '/v9/shipments'),
       status: 404,
       code: 'route_not_found',
+    },
+    {
+      name: 'method_not_allowed',
+      send: (s) => s.call('PUT', '/v1/shipments'),
+      status: 405,
+      code: 'method_not_allowed',
     },
     {
       name: 'missing_field',

@@ -48,7 +48,46 @@ describe('/openapi.json', () => {
       'limit',
       'status',
     ]);
-    expect(doc.paths['/_sandbox/accounts'].post.security).toBeUndefined();
+  });
+
+  it('declares security: [] on every route that takes no key, and a Bearer key on every other', async () => {
+    const sandbox = createTestSandbox();
+    const doc = (await sandbox.call('GET', '/openapi.json', { key: null })).json;
+    expect(doc.paths['/_sandbox/accounts'].post.security).toEqual([]);
+    expect(doc.paths['/cdn/labels/{file}'].get.security).toEqual([]);
+
+    const open: string[] = [];
+    for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
+      for (const [method, operation] of Object.entries(item)) {
+        // Never left out: a document without a top-level requirement would read that as "no key".
+        expect(operation.security, `${method} ${path}`).toBeDefined();
+        if (operation.security.length === 0) open.push(`${method.toUpperCase()} ${path}`);
+        else expect(operation.security, `${method} ${path}`).toEqual([{ bearerAuth: [] }]);
+      }
+    }
+    expect(open.sort()).toEqual(['GET /cdn/labels/{file}', 'POST /_sandbox/accounts']);
+
+    // And the routes the document calls open really take no key.
+    expect((await sandbox.call('POST', '/_sandbox/accounts', { key: null, body: {} })).status).toBe(201);
+    const cdn = await sandbox.call('GET', '/cdn/labels/lbl_01JD3S5Z7QK2N8W4X6Y9A0B1C2.pdf', { key: null });
+    expect(cdn.json.error.code).not.toMatch(/api_key/);
+  });
+
+  it('describes 405 method_not_allowed, with its Allow header, on every operation', async () => {
+    const sandbox = createTestSandbox();
+    const doc = (await sandbox.call('GET', '/openapi.json', { key: null })).json;
+    let operations = 0;
+    for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
+      for (const [method, operation] of Object.entries(item)) {
+        operations += 1;
+        const described = operation.responses['405'];
+        expect(described, `${method} ${path}`).toBeDefined();
+        expect(described.description).toMatch(/method_not_allowed/);
+        expect(described.headers.Allow.schema.type).toBe('string');
+        expect(described.content['application/json'].schema.$ref).toBe('#/components/schemas/Error');
+      }
+    }
+    expect(operations).toBeGreaterThan(30);
   });
 
   it('renders an interactive reference at /docs', async () => {

@@ -1,6 +1,11 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { MAGIC_ADDRESS_VALUES } from '../src/addresses/verification.js';
+import { testConfig } from '../src/config.js';
 import { quoteAll } from '../src/rates/pricing.js';
+import { startSandbox } from '../src/server.js';
 import type { Shipment } from '../src/shipments/schema.js';
 import {
   createTestSandbox,
@@ -598,6 +603,113 @@ describe('GET /v1/shipments', () => {
       expectError(response, 400, 'invalid_parameter', 'cursor');
     },
   );
+
+  it('refuses a forged cursor: cur_ and the base64url of two numbers', async () => {
+    const sandbox = createTestSandbox();
+    await createMany(sandbox, 3);
+    const page = await list(sandbox, '?limit=1');
+    const { created_at } = page.data[0]!;
+    for (const place of [`${Date.parse(created_at)}.2`, '0.0', '9999999999999.1']) {
+      const forged = `cur_${Buffer.from(place).toString('base64url')}`;
+      expectError(
+        await sandbox.call('GET', `/v1/shipments?cursor=${forged}`),
+        400,
+        'invalid_parameter',
+        'cursor',
+      );
+    }
+  });
+
+  it('refuses a made-up cursor of the right shape', async () => {
+    const sandbox = createTestSandbox();
+    await createMany(sandbox, 3);
+    const real = (await list(sandbox, '?limit=1')).meta.cursor as string;
+    const madeUp = `cur_${Buffer.alloc(32, 1).toString('base64url')}`;
+    expect(madeUp).toHaveLength(real.length);
+    expectError(
+      await sandbox.call('GET', `/v1/shipments?cursor=${madeUp}`),
+      400,
+      'invalid_parameter',
+      'cursor',
+    );
+  });
+
+  it('refuses a cursor altered anywhere, even in bits that base64url leaves spare', async () => {
+    const sandbox = createTestSandbox();
+    await createMany(sandbox, 3);
+    const real = (await list(sandbox, '?limit=1')).meta.cursor as string;
+    expect((await list(sandbox, `?limit=1&cursor=${real}`)).data).toHaveLength(1);
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+    const last = real.length - 1;
+    for (const at of [4, 10, 20, 30, last]) {
+      const char = real[at] as string;
+      // At the last place, the neighbouring character differs only in the two bits it leaves spare.
+      const next = alphabet[alphabet.indexOf(char) ^ 1] as string;
+      const altered = `${real.slice(0, at)}${next}${real.slice(at + 1)}`;
+      const response = await sandbox.call('GET', `/v1/shipments?cursor=${altered}`);
+      expectError(response, 400, 'invalid_parameter', 'cursor');
+    }
+    for (const altered of [real.slice(0, -1), `${real}A`, real.toUpperCase()]) {
+      const response = await sandbox.call('GET', `/v1/shipments?cursor=${altered}`);
+      expectError(response, 400, 'invalid_parameter', 'cursor');
+    }
+  });
+
+  it("refuses another account's cursor", async () => {
+    const sandbox = createTestSandbox();
+    await createMany(sandbox, 3);
+    const other = await sandbox.newAccount();
+    for (let i = 0; i < 3; i++) await create(sandbox, { reference: `theirs-${i}` }, other);
+    const theirs = (await list(sandbox, '?limit=1', other)).meta.cursor as string;
+    expect((await list(sandbox, `?limit=1&cursor=${theirs}`, other)).data).toHaveLength(1);
+    expectError(
+      await sandbox.call('GET', `/v1/shipments?cursor=${theirs}`),
+      400,
+      'invalid_parameter',
+      'cursor',
+    );
+  });
+
+  it('keeps cursors valid across a restart of a file database', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'sandbox-cursor-'));
+    try {
+      const config = testConfig({ memory: false, dataDir });
+      const first = await startSandbox(config);
+      let cursor: string;
+      let expected: string[];
+      try {
+        const api = (path: string, init: RequestInit = {}) =>
+          fetch(`${first.origin}${path}`, {
+            ...init,
+            headers: { authorization: `Bearer ${DEFAULT_KEY}`, 'content-type': 'application/json' },
+          });
+        for (let i = 0; i < 3; i++) {
+          const body = JSON.stringify(shipmentRequest({ reference: `kept-${i}` }));
+          expect((await api('/v1/shipments', { method: 'POST', body })).status).toBe(201);
+        }
+        const page = (await (await api('/v1/shipments?limit=1')).json()) as { meta: { cursor: string } };
+        cursor = page.meta.cursor;
+        const rest = (await (await api(`/v1/shipments?cursor=${cursor}`)).json()) as { data: Shipment[] };
+        expected = ids(rest.data);
+        expect(expected).toHaveLength(2);
+      } finally {
+        await first.close();
+      }
+
+      const second = await startSandbox(config);
+      try {
+        const response = await fetch(`${second.origin}/v1/shipments?cursor=${cursor}`, {
+          headers: { authorization: `Bearer ${DEFAULT_KEY}` },
+        });
+        expect(response.status, await response.clone().text()).toBe(200);
+        expect(ids(((await response.json()) as { data: Shipment[] }).data)).toEqual(expected);
+      } finally {
+        await second.close();
+      }
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
 
   it('pages through 45 shipments, each exactly once and in order', async () => {
     const sandbox = createTestSandbox();

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { newId } from '../src/core/ids.js';
+import { CursorCodec } from '../src/core/paging.js';
 import { type Db, MEMORY_PAGE_SIZE, openDatabase } from '../src/db/database.js';
 import { MIGRATIONS } from '../src/db/migrations.js';
 import { packBody, storedBody, unpackBody } from '../src/events/packing.js';
@@ -216,6 +217,7 @@ describe('schema 7 (smaller indexes)', () => {
       db,
       store,
       events: new EventStore(db),
+      cursors: new CursorCodec(Buffer.alloc(32, 7)),
       voidLabelOnCancel: (_actor, shipment) => shipment,
     });
     const actor = { accountId, now: T0 };

@@ -36,6 +36,8 @@ export function accountCreationRoutes(accounts: AccountService, adminToken: stri
       path: '/accounts',
       tags,
       summary: 'Create an isolated account with an all-scopes test key',
+      // No API key: open, or the server's admin token as a Bearer token when it has one.
+      security: [],
       // Mounted ahead of the key check: it checks the admin token, then the body, itself.
       middleware: [requireAdminToken(adminToken), requireJsonObjectBody] as const,
       request: { body: jsonBody(CreateAccountSchema) },

@@ -1,5 +1,6 @@
 import { TLSSocket } from 'node:tls';
 import type { Context } from 'hono';
+import { ApiError } from '../core/errors.js';
 import type { AppEnv } from './context.js';
 
 /**
@@ -14,7 +15,8 @@ type NodeContext = Context<AppEnv>;
 /**
  * The request body as text, at most `max` bytes (`undefined` when larger), read straight from Node's
  * socket. Through Hono the adapter builds a web `Request`, with its AbortSignal, for the body: a tenth
- * of the cost of a whole API call.
+ * of the cost of a whole API call. A client that goes away before its body is in (it closed the
+ * connection, or the server cut it off for sending too slowly) gets `clientClosedRequest`.
  */
 export function readBodyText(c: NodeContext, max: number): Promise<string | undefined> {
   const incoming = c.env?.incoming;
@@ -61,9 +63,20 @@ function readCapped(incoming: NonNullable<AppEnv['Bindings']['incoming']>, max: 
     };
     incoming.on('data', onData);
     incoming.once('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    incoming.once('error', reject);
+    // Node reports a connection lost mid-body as an `aborted` error, then `close`; a settled promise
+    // ignores whichever comes second, and `close` after `end` changes nothing.
+    incoming.once('error', () => reject(clientClosedRequest()));
+    incoming.once('close', () => reject(clientClosedRequest()));
   });
 }
+
+/**
+ * The client left before its request was read. Nobody is there to answer and nothing went wrong in
+ * the sandbox, so it is an ApiError (never logged as an unexpected error) with nginx's 499, which
+ * only the debug request log shows.
+ */
+export const clientClosedRequest = () =>
+  new ApiError(499, 'client_closed_request', 'The client closed the connection before its request was read.');
 
 /**
  * Sets headers on whatever the request ends up answering, success or error, before the route has

@@ -32,17 +32,34 @@ const ERROR_DESCRIPTIONS = {
 
 type ErrorStatus = keyof typeof ERROR_DESCRIPTIONS;
 
-/** The error responses of a route, for the OpenAPI document. */
+const errorContent = { 'application/json': { schema: ErrorSchema } };
+
+/**
+ * Every path answers the methods it does not take with 405, so every operation lists it: a document
+ * has no place for a path's own responses.
+ */
+const METHOD_NOT_ALLOWED = {
+  description:
+    'This path does not take the method used (`method_not_allowed`); the `Allow` header lists the methods it takes',
+  headers: {
+    Allow: {
+      description: 'The methods this path takes, such as `GET, POST`',
+      schema: { type: 'string' as const },
+    },
+  },
+  content: errorContent,
+};
+
+/** The error responses of a route, for the OpenAPI document; 405 comes with every route. */
 export function errorResponses<S extends ErrorStatus>(...statuses: S[]) {
-  return Object.fromEntries(
-    statuses.map((status) => [
-      status,
-      { description: ERROR_DESCRIPTIONS[status], content: { 'application/json': { schema: ErrorSchema } } },
-    ]),
-  ) as unknown as Record<
-    S,
-    { description: string; content: { 'application/json': { schema: typeof ErrorSchema } } }
-  >;
+  return {
+    ...Object.fromEntries(
+      statuses.map((status) => [status, { description: ERROR_DESCRIPTIONS[status], content: errorContent }]),
+    ),
+    405: METHOD_NOT_ALLOWED,
+  } as unknown as Record<S, { description: string; content: typeof errorContent }> & {
+    405: typeof METHOD_NOT_ALLOWED;
+  };
 }
 
 /** The statuses every authenticated API route can answer with. */

@@ -18,7 +18,12 @@ export function validationError(error: z.ZodError, target: Target, input: unknow
     return fail(target, path, `Unknown field '${path.join('.')}'.`);
   }
   const field = path.join('.');
-  const missing = valueAt(input, issue.path) === undefined;
+  const value = valueAt(input, issue.path);
+  // Hono's query validator hands a repeated parameter over as the list of its values.
+  if (target === 'query' && Array.isArray(value)) {
+    return fail(target, path, `'${field}' may be given once; it was given ${value.length} times.`);
+  }
+  const missing = value === undefined;
   if (missing && target === 'json') {
     return new ApiError(422, 'missing_field', `'${field}' is required.`, { field });
   }

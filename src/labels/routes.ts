@@ -128,6 +128,7 @@ export function cdnRoutes(labels: LabelService) {
       path: '/labels/{file}',
       tags: ['CDN'],
       summary: 'Download a label through its pre-signed URL (no API key)',
+      security: [],
       request: { params: FileParam, query: SignatureQuery },
       responses: {
         200: { description: 'The label file', content: FILE_CONTENT },

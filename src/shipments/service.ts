@@ -3,7 +3,7 @@ import type { Actor } from '../core/actor.js';
 import { ApiError, invalidParameter, notFound } from '../core/errors.js';
 import { newId } from '../core/ids.js';
 import { type JsonText, toJsonText } from '../core/json.js';
-import { decodeCursor, encodeCursor, parseLimit } from '../core/paging.js';
+import { type CursorCodec, parseLimit } from '../core/paging.js';
 import { type Db, transaction } from '../db/database.js';
 import type { EventStore } from '../events/store.js';
 import { findCarrier } from '../rates/carriers.js';
@@ -30,6 +30,8 @@ export interface ShipmentServiceDeps {
   db: Db;
   store: ShipmentStore;
   events: EventStore;
+  /** Signs the list's cursors and checks the ones clients send back. */
+  cursors: CursorCodec;
   /**
    * Voids the shipment's active label, if it has one, inside the cancellation's transaction, and
    * answers the shipment as it stands afterwards (the labels module owns labels and their voids).
@@ -108,7 +110,8 @@ export class ShipmentService {
   /** One page of the account's shipments, newest first, with the contract's `meta`. */
   list(actor: Actor, query: ListQuery) {
     const limit = parseLimit(query.limit, PAGE_SIZE);
-    const after = query.cursor === undefined ? undefined : decodeCursor(query.cursor);
+    const { store, cursors } = this.deps;
+    const after = query.cursor === undefined ? undefined : cursors.decode(actor.accountId, query.cursor);
     const status = query.status === undefined ? undefined : ShipmentStatusSchema.safeParse(query.status);
     if (status && !status.success) {
       throw invalidParameter(
@@ -120,14 +123,13 @@ export class ShipmentService {
       throw invalidParameter('carrier', `'carrier' must be a carrier slug; '${query.carrier}' is not one.`);
     }
     const filter = { status: status?.data, carrier: query.carrier };
-    const { store } = this.deps;
     const { records, hasMore } = store.page(actor.accountId, filter, limit, after);
     const last = records.at(-1);
     return {
       data: records.map(presentShipment),
       meta: {
         total: store.count(actor.accountId, filter),
-        cursor: hasMore && last ? encodeCursor(last) : null,
+        cursor: hasMore && last ? cursors.encode(actor.accountId, last) : null,
         has_more: hasMore,
       },
     };
