@@ -7,7 +7,7 @@ import { AccountService } from './accounts/service.js';
 import { AccountStore } from './accounts/store.js';
 import { clockModule } from './clock/module.js';
 import { ClockService } from './clock/service.js';
-import type { Config } from './config.js';
+import { type Config, webhookTargetsOf } from './config.js';
 import { clockNow } from './core/clock.js';
 import { type Db, transaction } from './db/database.js';
 import { SettingsStore } from './db/settings.js';
@@ -44,6 +44,7 @@ import { trackingModule } from './tracking/module.js';
 import { TrackingService } from './tracking/service.js';
 import { TrackingStore } from './tracking/store.js';
 import { WebhookDelivery } from './webhooks/delivery.js';
+import { DestinationPolicy } from './webhooks/destinations.js';
 import { webhooksModule } from './webhooks/module.js';
 import { WebhookService } from './webhooks/service.js';
 import { WebhookStore } from './webhooks/store.js';
@@ -124,10 +125,14 @@ export function createSandbox({ db, config, logger, scenarios, realNow = Date.no
   });
 
   const webhookStore = new WebhookStore(db);
+  const destinations = new DestinationPolicy({
+    targets: webhookTargetsOf(config),
+    allowHosts: config.webhookAllowHosts,
+  });
   const webhooks = new WebhookService({
     db,
     store: webhookStore,
-    allowHttpWebhooks: config.allowHttpWebhooks,
+    urlRules: { destinations, allowHttp: config.allowHttpWebhooks },
   });
   const delivery = new WebhookDelivery({
     db,
