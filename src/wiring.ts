@@ -46,6 +46,7 @@ import { TrackingStore } from './tracking/store.js';
 import { WebhookDelivery } from './webhooks/delivery.js';
 import { DestinationPolicy } from './webhooks/destinations.js';
 import { webhooksModule } from './webhooks/module.js';
+import type { ResolveHost } from './webhooks/send.js';
 import { WebhookService } from './webhooks/service.js';
 import { WebhookStore } from './webhooks/store.js';
 
@@ -59,6 +60,8 @@ export interface SandboxParts {
   scenarios: ReadonlyMap<string, Scenario>;
   /** The real wall clock that account clocks are derived from; tests replace it. */
   realNow?: () => number;
+  /** Resolves webhook receivers' host names; the system's resolver unless a test makes names resolve to loopback. */
+  resolveHost?: ResolveHost;
 }
 
 /**
@@ -66,7 +69,14 @@ export interface SandboxParts {
  * the stores (each given only what it uses), the list of resource modules, the scheduler and the HTTP
  * app. Nothing imports this file but the server and the tests.
  */
-export function createSandbox({ db, config, logger, scenarios, realNow = Date.now }: SandboxParts) {
+export function createSandbox({
+  db,
+  config,
+  logger,
+  scenarios,
+  realNow = Date.now,
+  resolveHost,
+}: SandboxParts) {
   const catalog = new ScenarioCatalog(scenarios);
   const accountStore = new AccountStore(db);
   const accounts = new AccountService({
@@ -141,6 +151,8 @@ export function createSandbox({ db, config, logger, scenarios, realNow = Date.no
     eventBody: (eventId) => events.body(eventId),
     retryLadderOf: (accountId) => accounts.retryLadderOf(accountId),
     timeoutMs: config.webhookTimeoutMs,
+    destinations,
+    resolve: resolveHost,
     logger,
   });
   // The outbox: every event's deliveries are written in the transaction that records it.

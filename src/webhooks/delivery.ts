@@ -1,3 +1,4 @@
+import { lookup } from 'node:dns/promises';
 import pLimit from 'p-limit';
 import type { Logger } from 'pino';
 import { newId } from '../core/ids.js';
@@ -5,7 +6,8 @@ import { formatTimestamp } from '../core/time.js';
 import { type Db, transaction } from '../db/database.js';
 import type { RecordedEvent } from '../events/store.js';
 import type { DueItem, DueQueue, RanJob, Scheduler } from '../scheduler/scheduler.js';
-import { type DeliveryResult, sendDelivery } from './send.js';
+import type { DestinationPolicy } from './destinations.js';
+import { type DeliveryResult, type ResolveHost, sendDelivery } from './send.js';
 import type { AttemptRecord, WebhookRecord, WebhookStore } from './store.js';
 
 /** How an attempt shows in the summary of a clock advance. */
@@ -18,6 +20,9 @@ export const WEBHOOK_ATTEMPT = 'webhook.attempt';
 const MAX_CONCURRENT_SENDS = 64;
 const MAX_CONCURRENT_SENDS_PER_WEBHOOK = 4;
 
+/** The system's resolver (`/etc/hosts`, then DNS): every address, in the order the system prefers. */
+export const systemResolver: ResolveHost = (hostname) => lookup(hostname, { all: true });
+
 export interface WebhookDeliveryDeps {
   db: Db;
   store: WebhookStore;
@@ -28,6 +33,10 @@ export interface WebhookDeliveryDeps {
   retryLadderOf: (accountId: string) => readonly number[];
   /** How long a receiver may take to answer, in real time. */
   timeoutMs: number;
+  /** Where webhooks may deliver (`--webhook-targets`, `--webhook-allow-host`). */
+  destinations: DestinationPolicy;
+  /** Resolves a receiver's host name to all its addresses; the system's resolver unless a test says. */
+  resolve?: ResolveHost;
   logger: Logger;
 }
 
@@ -186,16 +195,16 @@ export class WebhookDelivery implements DueQueue {
   ) {
     const body = this.deps.eventBody(attempt.eventId);
     if (body === undefined) return;
-    const result = await this.throttled(webhook.id, () =>
-      sendDelivery({
-        url: webhook.url,
-        secret: webhook.secret,
-        body,
-        eventId: attempt.eventId,
-        attempt: attempt.attempt,
-        timeoutMs: this.deps.timeoutMs,
-      }),
-    );
+    const request = {
+      url: webhook.url,
+      secret: webhook.secret,
+      body,
+      eventId: attempt.eventId,
+      attempt: attempt.attempt,
+      timeoutMs: this.deps.timeoutMs,
+    };
+    const transport = { destinations: this.deps.destinations, resolve: this.deps.resolve ?? systemResolver };
+    const result = await this.throttled(webhook.id, () => sendDelivery(request, transport));
     try {
       transaction(this.deps.db, () => this.settle(attempt, result, sentAt, options.manual));
     } catch (error) {
