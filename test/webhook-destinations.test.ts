@@ -9,7 +9,7 @@ import { MIGRATIONS } from '../src/db/migrations.js';
 import { generateLocalhostCertificate } from '../src/http/https.js';
 import type { ResolvedAddress, ResolveHost } from '../src/webhooks/send.js';
 import { createTestSandbox, DEFAULT_KEY, expectError, type TestSandbox } from './helpers.js';
-import { type Reply, startFloodingReceiver, startReceiver } from './receiver.js';
+import { type Receiver, type Reply, startFloodingReceiver, startReceiver } from './receiver.js';
 
 const SECRET = 'whsec_0123456789abcdef';
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -395,6 +395,68 @@ describe('what is read of an answer', () => {
   });
 });
 
+describe("each account's share of the senders", () => {
+  it.each(['hang', 'trickle'] as const)(
+    "delivers another account's event while one account's receivers all %s",
+    async (reply) => {
+      const RECEIVERS = 16;
+      const EVENTS = 5;
+      // Long enough that nothing of the stuck account times out while the test runs.
+      const sandbox = createTestSandbox({ webhookTimeoutMs: 120_000 });
+      const freeze = (key: string) =>
+        sandbox.call('POST', '/_sandbox/clock', { key, body: { frozen: true } });
+
+      const stuckKey = await sandbox.newAccount();
+      await freeze(stuckKey);
+      const stuck: Receiver[] = [];
+      const stuckHooks: string[] = [];
+      for (let i = 0; i < RECEIVERS; i++) {
+        const target = await receiver([reply]);
+        stuck.push(target);
+        stuckHooks.push((await register(sandbox, target.url, stuckKey)).id);
+      }
+      for (let i = 0; i < EVENTS; i++) await sandbox.newShipment({}, stuckKey);
+
+      const healthyKey = await sandbox.newAccount();
+      await freeze(healthyKey);
+      const healthy = await receiver([204]);
+      const healthyHook = await register(sandbox, healthy.url, healthyKey);
+      await sandbox.newShipment({}, healthyKey);
+
+      // The stuck account's deliveries go out, and its advance waits for them to end.
+      const onTheWire = requestsReaching(stuck, 16);
+      const stuckAdvance = advance(sandbox, stuckKey);
+      await onTheWire;
+
+      const healthyAdvance = await advance(sandbox, healthyKey);
+      expect(healthyAdvance.status).toBe(200);
+      expect(healthy.requests).toHaveLength(1);
+      expect((await attemptsOf(sandbox, healthyHook.id, healthyKey))[0]).toMatchObject({
+        status: 'succeeded',
+        response_status: 204,
+      });
+
+      // Meanwhile every one of the stuck account's sends is still held: 16 on the wire (its share),
+      // the rest waiting for it, none timed out.
+      const stuckAttempts = (
+        await Promise.all(stuckHooks.map((id) => attemptsOf(sandbox, id, stuckKey)))
+      ).flat();
+      expect(stuckAttempts).toHaveLength(RECEIVERS * EVENTS);
+      expect(new Set(stuckAttempts.map((a) => a.status))).toEqual(new Set(['sending']));
+      expect(stuck.reduce((sum, target) => sum + target.requests.length, 0)).toBe(16);
+
+      for (const target of stuck) {
+        target.reply([200]);
+        target.release();
+      }
+      expect((await stuckAdvance).status).toBe(200);
+      for (const target of stuck) expect(target.requests).toHaveLength(EVENTS);
+      const settled = (await Promise.all(stuckHooks.map((id) => attemptsOf(sandbox, id, stuckKey)))).flat();
+      expect(new Set(settled.map((a) => a.status))).toEqual(new Set(['succeeded']));
+    },
+  );
+});
+
 describe('the delivery log keeps refused destinations across an upgrade', () => {
   const dirs: string[] = [];
   afterEach(() => {
@@ -462,6 +524,18 @@ describe('the delivery log keeps refused destinations across an upgrade', () => 
     }
   });
 });
+
+/** Resolves once the receivers together have received `count` requests. */
+function requestsReaching(receivers: Receiver[], count: number): Promise<void> {
+  return new Promise((resolve) => {
+    const check = () => {
+      const seen = receivers.reduce((sum, target) => sum + target.requests.length, 0);
+      if (seen >= count) resolve();
+      else void Promise.race(receivers.map((target) => target.nextRequest())).then(check);
+    };
+    check();
+  });
+}
 
 function defaultAccountId(sandbox: TestSandbox): string {
   return sandbox.stores.accounts.findByKey(DEFAULT_KEY)!.account.id;
