@@ -7,7 +7,7 @@ import { AccountService } from './accounts/service.js';
 import { AccountStore } from './accounts/store.js';
 import { clockModule } from './clock/module.js';
 import { ClockService } from './clock/service.js';
-import type { Config } from './config.js';
+import { type Config, webhookTargetsOf } from './config.js';
 import { clockNow } from './core/clock.js';
 import { CursorCodec } from './core/paging.js';
 import { type Db, transaction } from './db/database.js';
@@ -46,7 +46,9 @@ import { trackingModule } from './tracking/module.js';
 import { TrackingService } from './tracking/service.js';
 import { TrackingStore } from './tracking/store.js';
 import { WebhookDelivery } from './webhooks/delivery.js';
+import { DestinationPolicy } from './webhooks/destinations.js';
 import { webhooksModule } from './webhooks/module.js';
+import type { ResolveHost } from './webhooks/send.js';
 import { WebhookService } from './webhooks/service.js';
 import { WebhookStore } from './webhooks/store.js';
 
@@ -60,6 +62,8 @@ export interface SandboxParts {
   scenarios: ReadonlyMap<string, Scenario>;
   /** The real wall clock that account clocks are derived from; tests replace it. */
   realNow?: () => number;
+  /** Resolves webhook receivers' host names; the system's resolver unless a test makes names resolve to loopback. */
+  resolveHost?: ResolveHost;
 }
 
 /**
@@ -67,7 +71,14 @@ export interface SandboxParts {
  * the stores (each given only what it uses), the list of resource modules, the scheduler and the HTTP
  * app. Nothing imports this file but the server and the tests.
  */
-export function createSandbox({ db, config, logger, scenarios, realNow = Date.now }: SandboxParts) {
+export function createSandbox({
+  db,
+  config,
+  logger,
+  scenarios,
+  realNow = Date.now,
+  resolveHost,
+}: SandboxParts) {
   const catalog = new ScenarioCatalog(scenarios);
   const accountStore = new AccountStore(db);
   const accounts = new AccountService({
@@ -127,10 +138,14 @@ export function createSandbox({ db, config, logger, scenarios, realNow = Date.no
   });
 
   const webhookStore = new WebhookStore(db);
+  const destinations = new DestinationPolicy({
+    targets: webhookTargetsOf(config),
+    allowHosts: config.webhookAllowHosts,
+  });
   const webhooks = new WebhookService({
     db,
     store: webhookStore,
-    allowHttpWebhooks: config.allowHttpWebhooks,
+    urlRules: { destinations, allowHttp: config.allowHttpWebhooks },
   });
   const delivery = new WebhookDelivery({
     db,
@@ -139,6 +154,8 @@ export function createSandbox({ db, config, logger, scenarios, realNow = Date.no
     eventBody: (eventId) => events.body(eventId),
     retryLadderOf: (accountId) => accounts.retryLadderOf(accountId),
     timeoutMs: config.webhookTimeoutMs,
+    destinations,
+    resolve: resolveHost,
     logger,
   });
   // The outbox: every event's deliveries are written in the transaction that records it.

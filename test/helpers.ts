@@ -5,7 +5,7 @@ import { DEFAULT_ACCOUNT } from '../src/accounts/default-account.js';
 import { type Config, testConfig } from '../src/config.js';
 import { openDatabase } from '../src/db/database.js';
 import { loadScenarios, scenarioDirectories } from '../src/scenarios/files.js';
-import { createSandbox } from '../src/wiring.js';
+import { createSandbox, type SandboxParts } from '../src/wiring.js';
 
 export const DEFAULT_KEY = DEFAULT_ACCOUNT.api_key.value;
 
@@ -29,7 +29,10 @@ export function capturingLogger() {
  * The whole app over a real `:memory:` database, called in-process through `app.request`. A fixed
  * wall clock (`realNow`) that tests move by hand keeps running account clocks deterministic.
  */
-export function createTestSandbox(overrides: Partial<Config> = {}) {
+export function createTestSandbox(
+  overrides: Partial<Config> = {},
+  parts: Pick<SandboxParts, 'resolveHost'> = {},
+) {
   const config = testConfig(overrides);
   const db = openDatabase(':memory:');
   const wall = { now: Date.UTC(2026, 10, 22, 8, 0, 0) };
@@ -37,7 +40,7 @@ export function createTestSandbox(overrides: Partial<Config> = {}) {
   const scenarios = config.scenariosDir
     ? loadScenarios(scenarioDirectories(config.scenariosDir))
     : BUILTIN_SCENARIOS;
-  const sandbox = createSandbox({ db, config, logger, scenarios, realNow: () => wall.now });
+  const sandbox = createSandbox({ ...parts, db, config, logger, scenarios, realNow: () => wall.now });
   const { app } = sandbox;
 
   async function call(

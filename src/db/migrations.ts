@@ -255,4 +255,44 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE webhook_attempts ADD COLUMN event_type TEXT NOT NULL DEFAULT '';
   UPDATE webhook_attempts SET event_type = (SELECT type FROM events WHERE events.id = webhook_attempts.event_id);
   `,
+  /* 10: an attempt may fail because its destination is refused */ `
+  -- A CHECK constraint cannot be altered: the table is rebuilt with the new error kind, its rows
+  -- (and their seq, which orders the delivery log) copied as they are, and every index of
+  -- migrations 4, 8 and 9 made again. No table references this one.
+  CREATE TABLE webhook_attempts_new (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    account_id TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+    webhook_id TEXT NOT NULL REFERENCES webhooks(id) ON DELETE CASCADE,
+    event_id TEXT NOT NULL REFERENCES events(id) ON DELETE CASCADE,
+    attempt INTEGER NOT NULL,
+    redelivery INTEGER NOT NULL DEFAULT 0,
+    status TEXT NOT NULL CHECK (status IN ('scheduled', 'sending', 'succeeded', 'failed', 'cancelled')),
+    scheduled_at INTEGER NOT NULL,
+    sent_at INTEGER,
+    response_status INTEGER,
+    response_excerpt TEXT,
+    duration_ms INTEGER,
+    error TEXT CHECK (error IN ('timeout', 'connection', 'http', 'destination_not_allowed')),
+    error_message TEXT,
+    next_attempt_at INTEGER,
+    event_type TEXT NOT NULL DEFAULT ''
+  ) STRICT;
+  -- The old table's high-water mark, so a new attempt never takes the seq of a deleted one.
+  INSERT INTO sqlite_sequence (name, seq)
+    SELECT 'webhook_attempts_new', seq FROM sqlite_sequence WHERE name = 'webhook_attempts';
+  INSERT INTO webhook_attempts_new (seq, id, account_id, webhook_id, event_id, attempt, redelivery, status,
+      scheduled_at, sent_at, response_status, response_excerpt, duration_ms, error, error_message,
+      next_attempt_at, event_type)
+    SELECT seq, id, account_id, webhook_id, event_id, attempt, redelivery, status,
+      scheduled_at, sent_at, response_status, response_excerpt, duration_ms, error, error_message,
+      next_attempt_at, event_type
+    FROM webhook_attempts;
+  DROP TABLE webhook_attempts;
+  ALTER TABLE webhook_attempts_new RENAME TO webhook_attempts;
+  CREATE INDEX webhook_attempts_by_webhook ON webhook_attempts (webhook_id, seq);
+  CREATE INDEX webhook_attempts_by_status ON webhook_attempts (status);
+  CREATE INDEX webhook_attempts_by_event ON webhook_attempts (event_id);
+  CREATE INDEX webhook_attempts_due ON webhook_attempts (account_id, scheduled_at) WHERE status = 'scheduled';
+  `,
 ];

@@ -1,3 +1,4 @@
+import { lookup } from 'node:dns/promises';
 import pLimit from 'p-limit';
 import type { Logger } from 'pino';
 import { newId } from '../core/ids.js';
@@ -5,18 +6,40 @@ import { formatTimestamp } from '../core/time.js';
 import { type Db, transaction } from '../db/database.js';
 import type { RecordedEvent } from '../events/store.js';
 import type { DueItem, DueQueue, RanJob, Scheduler } from '../scheduler/scheduler.js';
-import { type DeliveryResult, sendDelivery } from './send.js';
+import type { DestinationPolicy } from './destinations.js';
+import { type DeliveryResult, type DeliveryTransport, type ResolveHost, sendDelivery } from './send.js';
+import { KeyedShares } from './shares.js';
 import type { AttemptRecord, WebhookRecord, WebhookStore } from './store.js';
 
 /** How an attempt shows in the summary of a clock advance. */
 export const WEBHOOK_ATTEMPT = 'webhook.attempt';
 
 /**
- * Sends on the wire at once, across all webhooks, and to any one webhook. A receiver that hangs holds
- * at most its own share for the timeout; its other sends queue behind it, not in front of everyone's.
+ * Sends on the wire at once: to one webhook, for one account, and across the server. A send takes
+ * its webhook's share first, then its account's, then the server's, so one waiting for a wider share
+ * holds only slots of its own webhook and account, never one another account could use.
+ *
+ * A receiver that hangs (or trickles, or refuses) holds at most its webhook's 4 for the timeout. An
+ * account whose every receiver hangs holds at most its 16, a sixteenth of the server's 256: other
+ * accounts' sends find a free slot at once, unless sixteen accounts hang at the same time (where
+ * anyone may create accounts, `--admin-token` is what keeps one tenant from being sixteen). The
+ * ceiling bounds what all sends cost together: a socket each, and what is read of an answer stops at
+ * 64 KiB, of which 1 KiB is kept.
  */
-const MAX_CONCURRENT_SENDS = 64;
-const MAX_CONCURRENT_SENDS_PER_WEBHOOK = 4;
+const SENDS_PER_WEBHOOK = 4;
+const SENDS_PER_ACCOUNT = 16;
+const SENDS_PER_SERVER = 256;
+
+/**
+ * Host name lookups at once. Each lookup through the system resolver occupies one of libuv's four
+ * worker threads (which file access needs too) until the name's DNS servers answer or give up: a
+ * tenant whose names never answer holds one of them, and other accounts' lookups still run.
+ */
+const LOOKUPS_PER_ACCOUNT = 1;
+const LOOKUPS_PER_SERVER = 3;
+
+/** The system's resolver (`/etc/hosts`, then DNS): every address, in the order the system prefers. */
+export const systemResolver: ResolveHost = (hostname) => lookup(hostname, { all: true });
 
 export interface WebhookDeliveryDeps {
   db: Db;
@@ -28,6 +51,10 @@ export interface WebhookDeliveryDeps {
   retryLadderOf: (accountId: string) => readonly number[];
   /** How long a receiver may take to answer, in real time. */
   timeoutMs: number;
+  /** Where webhooks may deliver (`--webhook-targets`, `--webhook-allow-host`). */
+  destinations: DestinationPolicy;
+  /** Resolves a receiver's host name to all its addresses; the system's resolver unless a test says. */
+  resolve?: ResolveHost;
   logger: Logger;
 }
 
@@ -43,9 +70,14 @@ export interface WebhookDeliveryDeps {
  * and nothing is marked delivered without a 2xx.
  */
 export class WebhookDelivery implements DueQueue {
-  private readonly limit = pLimit(MAX_CONCURRENT_SENDS);
-  private readonly perWebhook = new Map<string, ReturnType<typeof pLimit>>();
+  private readonly sendsPerServer = pLimit(SENDS_PER_SERVER);
+  private readonly sendsPerAccount = new KeyedShares(SENDS_PER_ACCOUNT);
+  private readonly sendsPerWebhook = new KeyedShares(SENDS_PER_WEBHOOK);
+  private readonly lookupsPerServer = pLimit(LOOKUPS_PER_SERVER);
+  private readonly lookupsPerAccount = new KeyedShares(LOOKUPS_PER_ACCOUNT);
   private readonly inFlight = new Map<string, Set<Promise<unknown>>>();
+  /** Set when the sandbox stops: sends still waiting for a slot stay `sending` and go out after the next start. */
+  private stopped = false;
 
   constructor(private readonly deps: WebhookDeliveryDeps) {}
 
@@ -184,18 +216,22 @@ export class WebhookDelivery implements DueQueue {
     sentAt: number,
     options = { manual: false },
   ) {
-    const body = this.deps.eventBody(attempt.eventId);
-    if (body === undefined) return;
-    const result = await this.throttled(webhook.id, () =>
-      sendDelivery({
+    // The body is read once the send has its slot: a queue of waiting sends holds no envelopes.
+    const result = await this.throttled(attempt, async () => {
+      if (this.stopped) return undefined;
+      const body = this.deps.eventBody(attempt.eventId);
+      if (body === undefined) return undefined;
+      const request = {
         url: webhook.url,
         secret: webhook.secret,
         body,
         eventId: attempt.eventId,
         attempt: attempt.attempt,
         timeoutMs: this.deps.timeoutMs,
-      }),
-    );
+      };
+      return sendDelivery(request, this.transportOf(attempt.accountId));
+    });
+    if (result === undefined) return;
     try {
       transaction(this.deps.db, () => this.settle(attempt, result, sentAt, options.manual));
     } catch (error) {
@@ -204,18 +240,26 @@ export class WebhookDelivery implements DueQueue {
     }
   }
 
-  /** Runs `send` within the webhook's own share first, then within the global one. */
-  private async throttled<T>(webhookId: string, send: () => Promise<T>): Promise<T> {
-    let own = this.perWebhook.get(webhookId);
-    if (!own) {
-      own = pLimit(MAX_CONCURRENT_SENDS_PER_WEBHOOK);
-      this.perWebhook.set(webhookId, own);
-    }
-    try {
-      return await own(() => this.limit(send));
-    } finally {
-      if (own.activeCount === 0 && own.pendingCount === 0) this.perWebhook.delete(webhookId);
-    }
+  /** The sandbox stops: nothing more goes on the wire (sends already on it finish on their own). */
+  close(): void {
+    this.stopped = true;
+  }
+
+  /** Runs `send` within its webhook's share, then its account's, then the server's. */
+  private throttled<T>(attempt: AttemptRecord, send: () => Promise<T>): Promise<T> {
+    return this.sendsPerWebhook.run(attempt.webhookId, () =>
+      this.sendsPerAccount.run(attempt.accountId, () => this.sendsPerServer(send)),
+    );
+  }
+
+  /** The destination policy, and the resolver within the account's share of lookups. */
+  private transportOf(accountId: string): DeliveryTransport {
+    const resolve = this.deps.resolve ?? systemResolver;
+    return {
+      destinations: this.deps.destinations,
+      resolve: (hostname) =>
+        this.lookupsPerAccount.run(accountId, () => this.lookupsPerServer(() => resolve(hostname))),
+    };
   }
 
   /** Writes the outcome; a failure schedules the next rung of the ladder, or fails the webhook. */

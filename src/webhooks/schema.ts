@@ -63,12 +63,15 @@ export const AttemptSchema = z
     scheduled_at: TimestampSchema,
     sent_at: TimestampSchema.nullable(),
     response_status: z.number().int().nullable(),
-    response_excerpt: z
-      .string()
-      .nullable()
-      .openapi({ description: 'the first 500 characters of the answer' }),
+    response_excerpt: z.string().nullable().openapi({
+      description:
+        'the first 1 KiB of the answer (the sandbox reads at most 64 KiB of an answer, then closes the connection)',
+    }),
     duration_ms: z.number().int().nullable().openapi({ description: 'real milliseconds on the wire' }),
-    error: z.enum(['timeout', 'connection', 'http']).nullable(),
+    error: z.enum(['timeout', 'connection', 'http', 'destination_not_allowed']).nullable().openapi({
+      description:
+        'why the attempt failed: no answer in time, no connection, a non-2xx answer (redirects are not followed), or a destination the sandbox refuses (the host resolved to an address its --webhook-targets policy refuses; nothing was sent)',
+    }),
     error_message: z.string().nullable(),
     next_attempt_at: TimestampSchema.nullable(),
   })

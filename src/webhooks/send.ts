@@ -1,6 +1,11 @@
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { isIP, type LookupFunction } from 'node:net';
+import { StringDecoder } from 'node:string_decoder';
+import { attemptRefusal, type DestinationPolicy } from './destinations.js';
 import { signatureHeader } from './signature.js';
 
-export type DeliveryErrorKind = 'timeout' | 'connection' | 'http';
+export type DeliveryErrorKind = 'timeout' | 'connection' | 'http' | 'destination_not_allowed';
 
 export interface DeliveryResult {
   ok: boolean;
@@ -11,59 +16,251 @@ export interface DeliveryResult {
   errorMessage: string | null;
 }
 
-const EXCERPT_CHARS = 500;
+/** One address a host name resolves to. */
+export interface ResolvedAddress {
+  address: string;
+  family: number;
+}
+
+/** Every address a host name resolves to, in the order to try them. */
+export type ResolveHost = (hostname: string) => Promise<ResolvedAddress[]>;
 
 /**
- * One HTTP try of one delivery: `POST` of the exact bytes with the contract's headers. Only a 2xx
- * counts as delivered; redirects are not followed (a receiver that moved must be re-registered).
- * The timeout is real time, whatever the account's clock speed.
+ * How much of a receiver's answer is read: past this the connection is closed, so a receiver that
+ * answers without end costs one buffer, not the sandbox's memory.
  */
-export async function sendDelivery(request: {
+export const MAX_ANSWER_BYTES = 64 * 1024;
+/** How much of the answer the delivery log keeps, in bytes (whole UTF-8 characters only). */
+export const EXCERPT_BYTES = 1024;
+
+export interface DeliveryRequest {
   url: string;
   secret: string;
   body: string;
   eventId: string;
   attempt: number;
   timeoutMs: number;
-}): Promise<DeliveryResult> {
+}
+
+export interface DeliveryTransport {
+  destinations: DestinationPolicy;
+  resolve: ResolveHost;
+}
+
+class DeadlinePassed extends Error {}
+
+/**
+ * One HTTP try of one delivery: `POST` of the exact bytes with the contract's headers. Only a 2xx
+ * counts as delivered; redirects are not followed (a receiver that moved must be re-registered).
+ * The timeout is real time, whatever the account's clock speed, and covers resolving the host,
+ * connecting and the whole answer.
+ *
+ * Before connecting, the host's addresses are resolved (all of them) and each is checked against the
+ * destination policy; if any is refused nothing is sent. The connection then goes to a checked
+ * address itself (the request's `lookup` answers with the checked addresses), so a name cannot
+ * resolve to something else between the check and the connection. TLS still verifies the
+ * certificate for the host name of the URL.
+ */
+export async function sendDelivery(
+  request: DeliveryRequest,
+  transport: DeliveryTransport,
+): Promise<DeliveryResult> {
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
+  const failure = (error: DeliveryErrorKind, errorMessage: string, responseStatus: number | null = null) => ({
+    ok: false,
+    responseStatus,
+    responseExcerpt: null,
+    durationMs: elapsed(),
+    error,
+    errorMessage,
+  });
+  const timedOut = `no answer within ${request.timeoutMs} ms`;
+  const deadline = started + request.timeoutMs;
+
+  const url = new URL(request.url);
+  let destination: { addresses: ResolvedAddress[] } | { refused: string };
   try {
-    const response = await fetch(request.url, {
+    destination = await beforeDeadline(checkedDestination(url, transport), deadline);
+  } catch (error) {
+    if (error instanceof DeadlinePassed) return failure('timeout', `${timedOut} (resolving ${url.hostname})`);
+    const code = (error as { code?: string }).code;
+    return failure('connection', code ?? (error as Error).message);
+  }
+  if ('refused' in destination) return failure('destination_not_allowed', destination.refused);
+
+  const answer = await post(url, destination.addresses, request, deadline - performance.now());
+  if (answer.kind === 'timeout') return failure('timeout', timedOut, answer.status);
+  if (answer.kind === 'connection') return failure('connection', answer.message, answer.status);
+  const ok = answer.status >= 200 && answer.status < 300;
+  const redirect = answer.status >= 300 && answer.status < 400;
+  return {
+    ok,
+    responseStatus: answer.status,
+    responseExcerpt: answer.excerpt,
+    durationMs: elapsed(),
+    error: ok ? null : 'http',
+    errorMessage: ok
+      ? null
+      : `the receiver answered ${answer.status}${redirect ? ' (redirects are not followed)' : ''}`,
+  };
+}
+
+/** The URL's host checked as written, then every address it resolves to; or why it is refused. */
+async function checkedDestination(
+  url: URL,
+  { destinations, resolve }: DeliveryTransport,
+): Promise<{ addresses: ResolvedAddress[] } | { refused: string }> {
+  const refusal = destinations.checkHost(url.hostname);
+  if (refusal) return { refused: attemptRefusal(url.hostname, refusal) };
+  const host = bareHost(url);
+  const family = isIP(host);
+  if (family !== 0) return { addresses: [{ address: host, family }] };
+  const addresses = await resolve(host);
+  if (addresses.length === 0) throw Object.assign(new Error(`${host} has no address`), { code: 'ENOTFOUND' });
+  if (!destinations.isAllowListed(url.hostname)) {
+    for (const { address } of addresses) {
+      const refused = destinations.checkAddress(address);
+      if (refused) return { refused: attemptRefusal(host, refused) };
+    }
+  }
+  return { addresses };
+}
+
+type Answer =
+  | { kind: 'answered'; status: number; excerpt: string }
+  | { kind: 'timeout'; status: number | null }
+  | { kind: 'connection'; message: string; status: number | null };
+
+/** The POST itself, to the checked addresses only, reading at most MAX_ANSWER_BYTES of the answer. */
+function post(
+  url: URL,
+  addresses: ResolvedAddress[],
+  request: DeliveryRequest,
+  remainingMs: number,
+): Promise<Answer> {
+  return new Promise<Answer>((resolve) => {
+    const secure = url.protocol === 'https:';
+    let status: number | null = null;
+    let settled = false;
+    const finish = (answer: Answer) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve(answer);
+    };
+
+    const send = secure ? httpsRequest : httpRequest;
+    const outgoing = send({
+      host: bareHost(url),
+      port: url.port || (secure ? 443 : 80),
+      path: `${url.pathname}${url.search}`,
       method: 'POST',
-      redirect: 'manual',
-      signal: AbortSignal.timeout(request.timeoutMs),
+      // A connection of its own, closed after the answer: no idle connection outlives the send, so
+      // a stopped sandbox holds no socket and every send connects to the address it just checked.
+      agent: false,
+      lookup: pinnedLookup(addresses),
       headers: {
+        host: url.host,
         'content-type': 'application/json',
+        'content-length': Buffer.byteLength(request.body),
         'user-agent': 'ShippingSandbox-Webhooks/1.0',
         'service-signature': signatureHeader(request.secret, request.body),
         'service-event-id': request.eventId,
         'service-delivery-attempt': String(request.attempt),
       },
-      body: request.body,
     });
-    const text = await response.text();
-    const ok = response.status >= 200 && response.status < 300;
-    return {
-      ok,
-      responseStatus: response.status,
-      responseExcerpt: text.slice(0, EXCERPT_CHARS),
-      durationMs: elapsed(),
-      error: ok ? null : 'http',
-      errorMessage: ok ? null : `the receiver answered ${response.status}`,
-    };
-  } catch (error) {
-    const timedOut = (error as Error).name === 'TimeoutError' || (error as Error).name === 'AbortError';
-    const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-    return {
-      ok: false,
-      responseStatus: null,
-      responseExcerpt: null,
-      durationMs: elapsed(),
-      error: timedOut ? 'timeout' : 'connection',
-      errorMessage: timedOut
-        ? `no answer within ${request.timeoutMs} ms`
-        : (cause?.code ?? cause?.message ?? (error as Error).message),
-    };
-  }
+    const timer = setTimeout(
+      () => {
+        finish({ kind: 'timeout', status });
+        outgoing.destroy();
+      },
+      Math.max(0, remainingMs),
+    );
+
+    outgoing.on('error', (error: Error & { code?: string }) => {
+      finish({ kind: 'connection', message: error.code ?? error.message, status });
+    });
+    outgoing.on('response', (response: IncomingMessage) => {
+      status = response.statusCode ?? 0;
+      readAnswer(response, (excerpt, complete) => {
+        if (complete === 'closed early') {
+          finish({ kind: 'connection', message: 'the connection closed before the answer ended', status });
+          return;
+        }
+        finish({ kind: 'answered', status: status ?? 0, excerpt });
+        // Enough was read: the rest of the answer is refused by closing the connection.
+        if (complete === 'cut') outgoing.destroy();
+      });
+    });
+    outgoing.end(request.body);
+  });
+}
+
+/**
+ * Reads the answer up to MAX_ANSWER_BYTES, keeping the first EXCERPT_BYTES: `done` is told whether
+ * the answer ended, was cut at the limit, or the connection closed before its end.
+ */
+function readAnswer(
+  response: IncomingMessage,
+  done: (excerpt: string, how: 'ended' | 'cut' | 'closed early') => void,
+): void {
+  const kept: Buffer[] = [];
+  let keptBytes = 0;
+  let readBytes = 0;
+  let finished = false;
+  const finish = (how: 'ended' | 'cut' | 'closed early') => {
+    if (finished) return;
+    finished = true;
+    done(new StringDecoder('utf8').write(Buffer.concat(kept)), how);
+  };
+  response.on('data', (chunk: Buffer) => {
+    if (finished) return;
+    readBytes += chunk.length;
+    if (keptBytes < EXCERPT_BYTES) {
+      const part = chunk.subarray(0, EXCERPT_BYTES - keptBytes);
+      kept.push(part);
+      keptBytes += part.length;
+    }
+    if (readBytes >= MAX_ANSWER_BYTES) {
+      finish('cut');
+      response.destroy();
+    }
+  });
+  response.on('end', () => finish('ended'));
+  response.on('error', () => finish('closed early'));
+  response.on('close', () => finish('closed early'));
+}
+
+/**
+ * The connection's own name lookup, answering with the addresses already checked: whatever the
+ * name resolves to by now, the socket connects to one of these (all of them when Node tries each
+ * family in turn).
+ */
+function pinnedLookup(addresses: ResolvedAddress[]): LookupFunction {
+  return (_hostname, options, callback) => {
+    const wanted = options.family === 4 || options.family === 6 ? options.family : 0;
+    const usable = addresses.filter((entry) => wanted === 0 || entry.family === wanted);
+    const first = usable[0];
+    if (!first) {
+      const error = Object.assign(new Error('no checked address of the wanted family'), {
+        code: 'ENOTFOUND',
+      });
+      callback(error as NodeJS.ErrnoException, '', 0);
+    } else if (options.all) callback(null, usable as never);
+    else callback(null, first.address, first.family);
+  };
+}
+
+/** The URL's host without the brackets of an IPv6 literal, as sockets take it. */
+function bareHost(url: URL): string {
+  return url.hostname.replace(/^\[|\]$/g, '');
+}
+
+function beforeDeadline<T>(work: Promise<T>, deadline: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const passed = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new DeadlinePassed()), Math.max(0, deadline - performance.now()));
+  });
+  return Promise.race([work, passed]).finally(() => clearTimeout(timer));
 }

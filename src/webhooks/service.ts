@@ -1,17 +1,26 @@
-import { isIP } from 'node:net';
 import type { Actor } from '../core/actor.js';
 import { ApiError, invalidField, notFound } from '../core/errors.js';
 import { newId } from '../core/ids.js';
 import { formatTimestamp } from '../core/time.js';
 import { type Db, transaction } from '../db/database.js';
+import { type DestinationPolicy, isLoopbackHost, registrationRefusal } from './destinations.js';
 import type { CreateWebhookInput, UpdateWebhookInput } from './schema.js';
 import type { AttemptRecord, WebhookRecord, WebhookStore } from './store.js';
 
+/** What a webhook's URL must satisfy: the server's destination policy and its plain-http rule. */
+export interface WebhookUrlRules {
+  destinations: DestinationPolicy;
+  /** `--allow-http-webhooks`: plain http:// receivers on any host. */
+  allowHttp: boolean;
+}
+
 /**
  * Receivers must be `https://` (the specification), except on loopback hosts, where a developer's
- * local receiver lives; `--allow-http-webhooks` accepts plain http everywhere.
+ * local receiver lives; `--allow-http-webhooks` accepts plain http everywhere. The host must be one
+ * the destination policy accepts, judged as written: a name is not resolved here (it is at every
+ * attempt), since what it resolves to now says nothing of what it will resolve to then.
  */
-export function checkWebhookUrl(raw: string, allowHttp: boolean): string {
+export function checkWebhookUrl(raw: string, rules: WebhookUrlRules): string {
   let url: URL;
   try {
     url = new URL(raw);
@@ -23,20 +32,15 @@ export function checkWebhookUrl(raw: string, allowHttp: boolean): string {
   }
   if (url.username || url.password)
     throw invalidField('url', "'url' must not carry a user name or password.");
-  if (url.protocol === 'http:' && !allowHttp && !isLoopback(url.hostname)) {
+  const refusal = rules.destinations.checkHost(url.hostname);
+  if (refusal) throw invalidField('url', registrationRefusal(refusal));
+  if (url.protocol === 'http:' && !rules.allowHttp && !isLoopbackHost(url.hostname)) {
     throw invalidField(
       'url',
       "'url' must be https://; plain http:// is accepted only for localhost and 127.0.0.1 (or with --allow-http-webhooks).",
     );
   }
   return url.toString();
-}
-
-function isLoopback(hostname: string): boolean {
-  const host = hostname.replace(/^\[|\]$/g, '');
-  if (host === 'localhost' || host.endsWith('.localhost')) return true;
-  if (isIP(host) === 4) return host.startsWith('127.');
-  return host === '::1';
 }
 
 export function presentWebhook(webhook: WebhookRecord) {
@@ -76,8 +80,7 @@ export class WebhookService {
     private readonly deps: {
       db: Db;
       store: WebhookStore;
-      /** `--allow-http-webhooks`: plain http:// receivers on any host. */
-      allowHttpWebhooks: boolean;
+      urlRules: WebhookUrlRules;
     },
   ) {}
 
@@ -85,7 +88,7 @@ export class WebhookService {
     return this.deps.store.insert({
       id: newId('wh', actor.now),
       accountId: actor.accountId,
-      url: checkWebhookUrl(input.url, this.deps.allowHttpWebhooks),
+      url: checkWebhookUrl(input.url, this.deps.urlRules),
       events: input.events,
       secret: input.secret,
       status: 'active',
@@ -115,8 +118,7 @@ export class WebhookService {
       }
       const updated: WebhookRecord = {
         ...webhook,
-        url:
-          change.url === undefined ? webhook.url : checkWebhookUrl(change.url, this.deps.allowHttpWebhooks),
+        url: change.url === undefined ? webhook.url : checkWebhookUrl(change.url, this.deps.urlRules),
         events: change.events ?? webhook.events,
         secret: change.secret ?? webhook.secret,
         status: change.status ?? webhook.status,
