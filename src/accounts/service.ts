@@ -46,9 +46,9 @@ export class AccountService {
   seedDefaultAccount(): void {
     const { id, name, plan, api_key } = DEFAULT_ACCOUNT;
     const now = this.realNow();
-    this.store.insert(this.newAccount(id, name, plan, now));
-    this.store.insertApiKey(
-      { id: api_key.id, accountId: id, name: api_key.name, scopes: [...SCOPES], createdAt: now },
+    this.store.insertWithKey(
+      this.newAccount(id, name, plan, now),
+      { id: api_key.id, name: api_key.name, scopes: [...SCOPES], createdAt: now },
       api_key.value,
     );
   }
@@ -64,9 +64,9 @@ export class AccountService {
       now,
     );
     const apiKey = newKeyValue();
-    this.store.insert(account);
-    this.store.insertApiKey(
-      { id: newId('key', now), accountId: id, name: 'Default key', scopes: [...SCOPES], createdAt: now },
+    this.store.insertWithKey(
+      account,
+      { id: newId('key', now), name: 'Default key', scopes: [...SCOPES], createdAt: now },
       apiKey,
     );
     return { account, apiKey };

@@ -1,6 +1,6 @@
 import type { Scope } from '../core/actor.js';
 import type { ClockState } from '../core/clock.js';
-import type { Db } from '../db/database.js';
+import { type Db, transaction } from '../db/database.js';
 import { hashKey } from './keys.js';
 import type { Plan } from './plans.js';
 
@@ -99,7 +99,7 @@ export class AccountStore {
   private readonly revokeKeyStatement;
   private readonly touchKeyStatement;
 
-  constructor(db: Db) {
+  constructor(private readonly db: Db) {
     this.insertAccount = db.prepare(
       `INSERT INTO accounts (id, name, plan, created_at, clock_anchor_real, clock_anchor_virtual, clock_speed,
          clock_frozen, default_scenario)
@@ -156,6 +156,18 @@ export class AccountStore {
       defaultScenario: account.defaultScenario,
       ...account.clock,
       frozen: account.clock.frozen ? 1 : 0,
+    });
+  }
+
+  /** An account and its first key, both or neither. */
+  insertWithKey(
+    account: Account,
+    key: Omit<ApiKeyRecord, 'accountId' | 'last4' | 'lastUsedAt' | 'revokedAt'>,
+    value: string,
+  ): void {
+    transaction(this.db, () => {
+      this.insert(account);
+      this.insertApiKey({ ...key, accountId: account.id }, value);
     });
   }
 
