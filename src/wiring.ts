@@ -75,6 +75,7 @@ export function createSandbox({ db, config, logger, scenarios, realNow = Date.no
     serverEnforcesRateLimits: !config.noRateLimits,
     checkScenario: (name, field) => catalog.find(name, field),
     realNow,
+    logger,
   });
   const nowOf = (accountId: string) => {
     const clock = accounts.clockOf(accountId);

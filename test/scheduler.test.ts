@@ -22,6 +22,7 @@ function setup() {
   const db = openDatabase(':memory:');
   const accounts = new AccountStore(db);
   const wall = { now: T0 };
+  const { logger, lines } = capturingLogger();
   const service = new AccountService({
     store: accounts,
     clockSpeed: 1,
@@ -29,10 +30,10 @@ function setup() {
     serverEnforcesRateLimits: true,
     checkScenario: () => {},
     realNow: () => T0,
+    logger,
   });
   service.seedDefaultAccount();
   const other = service.createAccount({}).account.id;
-  const { logger, lines } = capturingLogger();
   const scheduler = new Scheduler(
     db,
     (id) => accounts.find(id)?.clock,

@@ -97,7 +97,7 @@ export class AccountStore {
   private readonly updateSettingsStatement;
   private readonly selectKeys;
   private readonly revokeKeyStatement;
-  private readonly touchKeyStatement;
+  private readonly lastUsedStatement;
 
   constructor(private readonly db: Db) {
     this.insertAccount = db.prepare(
@@ -127,7 +127,7 @@ export class AccountStore {
     this.revokeKeyStatement = db.prepare(
       'UPDATE api_keys SET revoked_at = coalesce(revoked_at, @at) WHERE id = @id AND account_id = @accountId',
     );
-    this.touchKeyStatement = db.prepare('UPDATE api_keys SET last_used_at = @at WHERE id = @id');
+    this.lastUsedStatement = db.prepare('UPDATE api_keys SET last_used_at = @at WHERE id = @id');
     this.updateSettingsStatement = db.prepare(
       `UPDATE accounts SET plan = @plan, default_scenario = @defaultScenario,
          webhook_retry_schedule = @webhookRetrySchedule, rate_limits_enabled = @rateLimitsEnabled WHERE id = @id`,
@@ -250,9 +250,14 @@ export class AccountStore {
     return this.keys(accountId).find((key) => key.id === keyId);
   }
 
-  touchKey(keyId: string, at: number): void {
-    this.touchKeyStatement.run({ id: keyId, at });
-    for (const entry of this.byKeyValue.values()) if (entry.key.id === keyId) entry.key.lastUsedAt = at;
+  /**
+   * Writes keys' last-used times, all in one transaction. The cached keys keep the times they were
+   * read with: the times in memory (KeyUsage) are the fresh ones, and nothing reads the cached ones.
+   */
+  saveLastUsed(times: ReadonlyMap<string, number>): void {
+    transaction(this.db, () => {
+      for (const [id, at] of times) this.lastUsedStatement.run({ id, at });
+    });
   }
 
   saveClock(accountId: string, clock: ClockState): void {
