@@ -1,5 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, unlinkSync, writeSync } from 'node:fs';
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -22,6 +24,9 @@ import {
 
 const T0 = Date.UTC(2026, 10, 22, 8, 0, 0);
 const SCENARIOS = loadScenarios(scenarioDirectories(undefined));
+const BACKING_OFF =
+  'background work is backing off: the disk is full; it resumes by itself once writing works again';
+const RESUMED = 'background work resumed: writing works again';
 const SECRET = 'whsec_0123456789abcdef';
 
 const dirs: string[] = [];
@@ -327,7 +332,131 @@ describe('on a full disk', () => {
       "writing keys' last-used times resumed: writing works again",
     ]);
   });
+
+  it('keeps a webhook outcome it cannot write, sends nothing twice, backs off, and writes it once there is room', async () => {
+    const s = fileSandbox();
+    const receiver = await heldReceiver();
+    try {
+      await s.call('POST', '/_sandbox/clock', { body: { frozen: true } });
+      const webhook = created(
+        await s.call('POST', '/v1/webhooks', {
+          body: { url: receiver.url, events: ['shipment.created'], secret: SECRET },
+        }),
+      );
+      created(await s.call('POST', '/v1/shipments', { body: shipmentRequest() }));
+      const deliveries = async () =>
+        (await s.call('GET', `/_sandbox/webhooks/${webhook.id}/deliveries`)).json.data as any[];
+
+      // The advance sends the delivery; while the receiver holds its answer, the disk fills up.
+      const advancing = s.call('POST', '/_sandbox/clock/advance', { body: { by: '1s' } });
+      const held = await receiver.nextRequest();
+      const attempt = s.db
+        .prepare("SELECT account_id, webhook_id, event_id FROM webhook_attempts WHERE status = 'sending'")
+        .get() as { account_id: string; webhook_id: string; event_id: string };
+      s.db
+        .prepare(
+          `INSERT INTO webhook_attempts (id, account_id, webhook_id, event_id, attempt, status, scheduled_at, error_message)
+           VALUES ('dlv_filler', ?, ?, ?, 99, 'cancelled', 0, '')`,
+        )
+        .run(attempt.account_id, attempt.webhook_id, attempt.event_id);
+      const grow = s.db.prepare("UPDATE webhook_attempts SET error_message = ? WHERE id = 'dlv_filler'");
+      fillPage(s.db, (length) => grow.run('x'.repeat(length)));
+      held.respond(500);
+
+      // The outcome (a failure, and the retry it schedules) has no room: the advance cannot finish.
+      expectError(await advancing, 507, 'insufficient_storage');
+      expect((await deliveries()).filter((d) => d.id !== 'dlv_filler').map((d) => d.status)).toEqual([
+        'sending',
+      ]);
+
+      // Neither advances nor the background timer send it again or flood the log while the disk is full.
+      for (let i = 0; i < 3; i++) {
+        expectError(
+          await s.call('POST', '/_sandbox/clock/advance', { body: { by: '1m' } }),
+          507,
+          'insufficient_storage',
+        );
+      }
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+      await s.scheduler.start();
+      await vi.advanceTimersByTimeAsync(2 * MINUTE);
+      expect(receiver.requests()).toBe(1);
+      expect((await deliveries()).filter((d) => d.id !== 'dlv_filler').map((d) => d.status)).toEqual([
+        'sending',
+      ]);
+      expect(s.messages()).toEqual([
+        BACKING_OFF,
+        'the disk is full: writes are answered 507 until space is freed',
+      ]);
+
+      // Space is freed: the background timer writes the outcome by itself, without a restart.
+      freeSpace(s.db);
+      await vi.advanceTimersByTimeAsync(30_000);
+      const [first, retry] = (await deliveries()).filter((d) => d.id !== 'dlv_filler').reverse();
+      expect(first).toMatchObject({ attempt: 0, status: 'failed', response_status: 500 });
+      expect(retry).toMatchObject({ attempt: 1, status: 'scheduled' });
+      expect(s.messages()).toContain(RESUMED);
+      await s.scheduler.stop();
+      vi.useRealTimers();
+
+      // And the retry goes out a minute later on the account's clock, as if nothing had happened.
+      receiver.answer(200);
+      const resumed = await s.call('POST', '/_sandbox/clock/advance', { body: { by: '1m' } });
+      expect(resumed.status).toBe(200);
+      expect(receiver.requests()).toBe(2);
+      expect((await deliveries()).filter((d) => d.id !== 'dlv_filler').map((d) => d.status)).toEqual([
+        'succeeded',
+        'failed',
+      ]);
+      expect(s.messages()).toEqual([
+        BACKING_OFF,
+        'the disk is full: writes are answered 507 until space is freed',
+        RESUMED,
+      ]);
+    } finally {
+      await receiver.close();
+    }
+  });
 });
+
+/**
+ * A local webhook receiver that holds each request until the test answers it (`answer` makes it
+ * answer at once from then on), so that the disk can fill while a send is on the wire.
+ */
+async function heldReceiver() {
+  let count = 0;
+  let immediate: number | undefined;
+  const waiting: ((request: { respond(status: number): void }) => void)[] = [];
+  const open = new Set<ServerResponse>();
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      count += 1;
+      const respond = (status: number) => {
+        open.delete(res);
+        res.writeHead(status, { 'content-type': 'text/plain' }).end(`receiver says ${status}`);
+      };
+      if (immediate !== undefined) return respond(immediate);
+      open.add(res);
+      for (const waiter of waiting.splice(0)) waiter({ respond });
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/hooks`,
+    requests: () => count,
+    nextRequest: () => new Promise<{ respond(status: number): void }>((resolve) => waiting.push(resolve)),
+    answer(status: number) {
+      immediate = status;
+    },
+    async close() {
+      for (const res of open) res.destroy();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
 
 /**
  * A real full disk, where the operating system allows this process to make one: a small tmpfs
