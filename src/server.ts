@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { type ServerType, serve } from '@hono/node-server';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
+import { type DataDirectoryLock, lockDataDirectory } from './db/data-dir-lock.js';
 import { databaseLocation, openDatabase } from './db/database.js';
 import { httpsOriginHost, loadTlsMaterial } from './http/https.js';
 import { createLogger } from './logger.js';
@@ -28,6 +29,22 @@ export interface RunningSandbox {
 export async function startSandbox(
   config: Config,
   logger: Logger = createLogger(config.logLevel),
+): Promise<RunningSandbox> {
+  // One server per data directory, taken before anything in it is read or written (the certificate,
+  // the database) and kept until close; a second server stops here. `--memory` shares nothing.
+  const lock = config.memory ? undefined : lockDataDirectory(config.dataDir);
+  try {
+    return await startOwning(config, logger, lock);
+  } catch (error) {
+    lock?.release();
+    throw error;
+  }
+}
+
+async function startOwning(
+  config: Config,
+  logger: Logger,
+  lock: DataDirectoryLock | undefined,
 ): Promise<RunningSandbox> {
   // Scenario files and TLS files first: a bad one stops start-up before anything is opened.
   const scenarios = loadScenarios(scenarioDirectories(config.scenariosDir));
@@ -64,6 +81,7 @@ export async function startSandbox(
   const release = async () => {
     await sandbox.stop();
     db.close();
+    lock?.release();
     tls.dispose();
   };
 
