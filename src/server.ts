@@ -2,6 +2,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { Config } from './config.js';
+import { type DataDirectoryLock, lockDataDirectory } from './db/data-dir-lock.js';
 import { databaseLocation, openDatabase } from './db/database.js';
 import { httpsOriginHost, loadTlsMaterial } from './http/https.js';
 import { createListener, TRANSPORT_TIMEOUTS, type TransportLimits } from './http/listener.js';
@@ -37,6 +38,23 @@ export async function startSandbox(
   config: Config,
   logger: Logger = createLogger(config.logLevel),
   options: StartOptions = {},
+): Promise<RunningSandbox> {
+  // One server per data directory, taken before anything in it is read or written (the certificate,
+  // the database) and kept until close; a second server stops here. `--memory` shares nothing.
+  const lock = config.memory ? undefined : lockDataDirectory(config.dataDir);
+  try {
+    return await startOwning(config, logger, lock, options);
+  } catch (error) {
+    lock?.release();
+    throw error;
+  }
+}
+
+async function startOwning(
+  config: Config,
+  logger: Logger,
+  lock: DataDirectoryLock | undefined,
+  options: StartOptions,
 ): Promise<RunningSandbox> {
   // Scenario files and TLS files first: a bad one stops start-up before anything is opened.
   const scenarios = loadScenarios(scenarioDirectories(config.scenariosDir));
@@ -90,6 +108,7 @@ export async function startSandbox(
   const release = async () => {
     await sandbox.stop();
     db.close();
+    lock?.release();
     tls.dispose();
   };
 

@@ -88,6 +88,7 @@ export function createSandbox({
     serverEnforcesRateLimits: !config.noRateLimits,
     checkScenario: (name, field) => catalog.find(name, field),
     realNow,
+    logger,
   });
   const nowOf = (accountId: string) => {
     const clock = accounts.clockOf(accountId);

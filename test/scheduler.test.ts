@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { DEFAULT_ACCOUNT } from '../src/accounts/default-account.js';
 import { AccountService } from '../src/accounts/service.js';
@@ -9,7 +10,12 @@ import { testConfig } from '../src/config.js';
 import { DAY, formatTimestamp, HOUR, MINUTE } from '../src/core/time.js';
 import { type Db, openDatabase } from '../src/db/database.js';
 import { loadScenarios, scenarioDirectories } from '../src/scenarios/files.js';
-import { FINISHED_JOB_RETENTION_MS, type Job, Scheduler } from '../src/scheduler/scheduler.js';
+import {
+  FINISHED_JOB_RETENTION_MS,
+  type Job,
+  type JobOutcome,
+  Scheduler,
+} from '../src/scheduler/scheduler.js';
 import { createSandbox, type Sandbox } from '../src/wiring.js';
 import { capturingLogger } from './helpers.js';
 
@@ -17,11 +23,12 @@ const T0 = Date.UTC(2026, 10, 22, 8, 0, 0);
 const ACCOUNT = DEFAULT_ACCOUNT.id;
 const KIND = 'test.job';
 
-/** A scheduler over a fresh `:memory:` database with the default account and a second one. */
-function setup() {
-  const db = openDatabase(':memory:');
+/** A scheduler over a fresh database (`:memory:` unless a file is given) with the default account and a second one. */
+function setup(location = ':memory:') {
+  const db = openDatabase(location);
   const accounts = new AccountStore(db);
   const wall = { now: T0 };
+  const { logger, lines } = capturingLogger();
   const service = new AccountService({
     store: accounts,
     clockSpeed: 1,
@@ -29,10 +36,10 @@ function setup() {
     serverEnforcesRateLimits: true,
     checkScenario: () => {},
     realNow: () => T0,
+    logger,
   });
   service.seedDefaultAccount();
   const other = service.createAccount({}).account.id;
-  const { logger, lines } = capturingLogger();
   const scheduler = new Scheduler(
     db,
     (id) => accounts.find(id)?.clock,
@@ -536,5 +543,135 @@ describe('finished jobs', () => {
     } finally {
       vi.useRealTimers();
     }
+  });
+});
+
+describe('work that fails for a passing reason', () => {
+  const dirs: string[] = [];
+  afterEach(() => {
+    vi.useRealTimers();
+    for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** The scheduler over a database file, its timers simulated; `wall.now` is moved with them. */
+  function onFile() {
+    const dir = mkdtempSync(path.join(tmpdir(), 'sandbox-scheduler-'));
+    dirs.push(dir);
+    const file = path.join(dir, 'sandbox.db');
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    return { file, ...setup(file) };
+  }
+
+  async function passRealTime(wall: { now: number }, ms: number) {
+    for (let passed = 0; passed < ms; passed += 1000) {
+      wall.now += 1000;
+      await vi.advanceTimersByTimeAsync(1000);
+    }
+  }
+
+  const messages = (lines: Record<string, unknown>[]) => lines.map((line) => line.msg);
+
+  it('backs off while the disk is full instead of spinning, says so once, and runs the job once there is room', async () => {
+    const { db, scheduler, schedule, stateOf, wall, logLines } = onFile();
+    let tries = 0;
+    scheduler.register('writes.a.lot', (job) => {
+      tries += 1;
+      // More than the free space of any page: the database has to grow to hold it.
+      scheduler.schedule({
+        accountId: job.accountId,
+        kind: KIND,
+        subject: 'big',
+        payload: { text: 'x'.repeat(64 * 1024) },
+        dueAt: job.dueAt + DAY,
+        now: job.dueAt,
+      });
+      return undefined;
+    });
+    const job = schedule('grows', T0 + MINUTE, { kind: 'writes.a.lot' });
+    await scheduler.start();
+
+    // The database may not grow by one more page: SQLite answers SQLITE_FULL, as on a full disk.
+    db.pragma(`max_page_count = ${db.pragma('page_count', { simple: true })}`);
+    await passRealTime(wall, MINUTE);
+    expect(tries).toBe(1);
+    await passRealTime(wall, MINUTE);
+    // Tried at 0, 1, 3, 7, 15 and 31 seconds (the wait doubling from 1 s up to 30 s): a handful of
+    // tries in a minute, where a spinning scheduler makes thousands.
+    expect(tries).toBeGreaterThanOrEqual(5);
+    expect(tries).toBeLessThanOrEqual(7);
+    expect(stateOf(job)).toBe('pending');
+    expect(messages(logLines)).toEqual([
+      'background work is backing off: the disk is full; it resumes by itself once writing works again',
+    ]);
+    expect(logLines[0]).toMatchObject({ level: 40, code: 'SQLITE_FULL' });
+
+    // Space is freed: the next try, at most 30 s later, succeeds, without a restart.
+    const triesWhileFull = tries;
+    db.pragma('max_page_count = 1000000000');
+    await passRealTime(wall, 30_000);
+    expect(stateOf(job)).toBe('done');
+    expect(tries).toBe(triesWhileFull + 1);
+    expect(scheduler.pending(KIND, 'big')).toHaveLength(1);
+    expect(messages(logLines)).toEqual([
+      'background work is backing off: the disk is full; it resumes by itself once writing works again',
+      'background work resumed: writing works again',
+    ]);
+    await scheduler.stop();
+  });
+
+  it('runs a job that failed because the database was busy again later, and marks a job with a bug failed', async () => {
+    const { db, file, scheduler, schedule, stateOf, wall, logLines, other } = onFile();
+    // Fail at once when another connection holds the write lock, rather than wait 5 s for it.
+    db.pragma('busy_timeout = 0');
+    const seen: string[] = [];
+    scheduler.register('writes', (job) => {
+      seen.push(job.subject);
+      scheduler.schedule({
+        accountId: job.accountId,
+        kind: KIND,
+        subject: 'next',
+        payload: {},
+        dueAt: job.dueAt + DAY,
+        now: job.dueAt,
+      });
+      return { wrote: true };
+    });
+    scheduler.register('buggy', (job) => {
+      seen.push(job.subject);
+      return (undefined as unknown as { oops(): JobOutcome }).oops();
+    });
+    const writes = schedule('writes', T0 + MINUTE, { kind: 'writes' });
+    const buggy = schedule('buggy', T0 + MINUTE, { kind: 'buggy', accountId: other });
+    await scheduler.start();
+
+    // Another connection holds the database's write lock: every write here is SQLITE_BUSY.
+    const blocker = new Database(file);
+    blocker.exec('BEGIN IMMEDIATE');
+    try {
+      await passRealTime(wall, 2 * MINUTE);
+      expect(seen.filter((subject) => subject === 'writes').length).toBeGreaterThanOrEqual(2);
+      expect(seen.filter((subject) => subject === 'writes').length).toBeLessThanOrEqual(10);
+      // Neither could be written: the job is pending, and so is the buggy one (its `failed` too is a write).
+      expect([writes, buggy].map(stateOf)).toEqual(['pending', 'pending']);
+      expect(messages(logLines)).toEqual([
+        'background work is backing off: the database is busy; it resumes by itself once writing works again',
+      ]);
+    } finally {
+      blocker.exec('ROLLBACK');
+      blocker.close();
+    }
+
+    await passRealTime(wall, 30_000);
+    expect([writes, buggy].map(stateOf)).toEqual(['done', 'failed']);
+    expect(scheduler.pending(KIND, 'next')).toHaveLength(1);
+    const failed = db.prepare('SELECT error FROM jobs WHERE id = ?').pluck().get(buggy);
+    expect(failed).toMatch(/^TypeError: /);
+    // The bug is logged once, when its job was marked failed; a failed job is not run again.
+    const runsOfBuggy = seen.filter((subject) => subject === 'buggy').length;
+    await passRealTime(wall, MINUTE);
+    expect(seen.filter((subject) => subject === 'buggy')).toHaveLength(runsOfBuggy);
+    expect(messages(logLines).filter((message) => message === 'job failed')).toHaveLength(1);
+    expect(messages(logLines)).toContain('background work resumed: writing works again');
+    await scheduler.stop();
   });
 });

@@ -6,7 +6,8 @@ import type { AccountService } from './service.js';
 
 /**
  * Accounts and their keys. A reset keeps both (and the account's settings); it forgets the rate
- * limiter's counts of the account and of its keys.
+ * limiter's counts of the account and of its keys. Keys' last-used times are written in the
+ * background while the server runs.
  */
 export function accountsModule(deps: {
   accounts: AccountService;
@@ -26,5 +27,8 @@ export function accountsModule(deps: {
         ...accounts.keys(accountId).map((key) => keyCountPrefix(key.id)),
       ]);
     },
+    start: () => accounts.start(),
+    // The server closes the database after this: the last-used times still in memory are written now.
+    close: async () => accounts.close(),
   };
 }

@@ -1,3 +1,4 @@
+import type { Logger } from 'pino';
 import { type Caller, isFullKey, SCOPES } from '../core/actor.js';
 import { type ClockState, clockNow, startClock } from '../core/clock.js';
 import { RETRY_DELAY_RULE, retryDelayMillis } from '../core/duration.js';
@@ -5,6 +6,7 @@ import { ApiError, invalidField, notFound } from '../core/errors.js';
 import { newId } from '../core/ids.js';
 import { formatTimestamp } from '../core/time.js';
 import { DEFAULT_ACCOUNT } from './default-account.js';
+import { KeyUsage } from './key-usage.js';
 import { keyShape, newKeyValue } from './keys.js';
 import { ceilingsFor, type PlanCeiling } from './plans.js';
 import type { AccountSettingsInput, CreateAccountInput, CreateKeyInput } from './schema.js';
@@ -21,6 +23,7 @@ export interface AccountServiceOptions {
   /** Refuses a scenario name that is not loaded, as `422 invalid_field` naming `field`. */
   checkScenario: (name: string, field: string) => void;
   realNow: () => number;
+  logger: Logger;
 }
 
 /** What the rate limiter needs of a caller: its ceilings, whether they bite, and its clock's speed. */
@@ -38,18 +41,32 @@ export class AccountService {
   /** Per account object (replaced whenever the account changes), each key's limits. */
   private readonly limits = new WeakMap<Account, Map<string, CallerLimits>>();
 
+  /** When each key was last used, written in the background. */
+  private readonly usage: KeyUsage;
+
   constructor(private readonly options: AccountServiceOptions) {
     this.store = options.store;
     this.realNow = options.realNow;
+    this.usage = new KeyUsage((times) => this.store.saveLastUsed(times), options.logger);
+  }
+
+  /** Starts writing keys' last-used times in the background. */
+  start(): void {
+    this.usage.start();
+  }
+
+  /** Writes the last-used times still in memory; before the database closes. */
+  close(): void {
+    this.usage.close();
   }
 
   /** Creates the default account and its key unless they exist; a revoked default key stays revoked. */
   seedDefaultAccount(): void {
     const { id, name, plan, api_key } = DEFAULT_ACCOUNT;
     const now = this.realNow();
-    this.store.insert(this.newAccount(id, name, plan, now));
-    this.store.insertApiKey(
-      { id: api_key.id, accountId: id, name: api_key.name, scopes: [...SCOPES], createdAt: now },
+    this.store.insertWithKey(
+      this.newAccount(id, name, plan, now),
+      { id: api_key.id, name: api_key.name, scopes: [...SCOPES], createdAt: now },
       api_key.value,
     );
   }
@@ -65,9 +82,9 @@ export class AccountService {
       now,
     );
     const apiKey = newKeyValue();
-    this.store.insert(account);
-    this.store.insertApiKey(
-      { id: newId('key', now), accountId: id, name: 'Default key', scopes: [...SCOPES], createdAt: now },
+    this.store.insertWithKey(
+      account,
+      { id: newId('key', now), name: 'Default key', scopes: [...SCOPES], createdAt: now },
       apiKey,
     );
     return { account, apiKey };
@@ -105,10 +122,8 @@ export class AccountService {
       throw new ApiError(401, 'invalid_api_key', 'The API key has been revoked.');
 
     const now = clockNow(found.account.clock, this.realNow());
-    // "Last used" to the second is all anyone reads; writing it once a second keeps writes off the hot path.
-    if (found.key.lastUsedAt === null || now - found.key.lastUsedAt >= 1000 || now < found.key.lastUsedAt) {
-      this.store.touchKey(found.key.id, now);
-    }
+    // In memory only: reading never writes (on a full disk every request would fail).
+    this.usage.noteUse(found.key.id, now);
     return { accountId: found.account.id, keyId: found.key.id, scopes: found.key.scopes, now };
   }
 
@@ -224,9 +239,12 @@ export class AccountService {
     return { id: key.id, name: key.name, scopes: key.scopes, created_at: formatTimestamp(caller.now), value };
   }
 
-  /** Newest first, revoked ones included. */
+  /** Newest first, revoked ones included, each with its freshest last-used time. */
   keys(accountId: string): ApiKeyRecord[] {
-    return this.store.keys(accountId);
+    return this.store.keys(accountId).map((key) => {
+      const lastUsedAt = this.usage.lastUsed(key.id);
+      return lastUsedAt === undefined ? key : { ...key, lastUsedAt };
+    });
   }
 
   /** Revokes a key of the account at once: any key may revoke itself, only a full key another. */

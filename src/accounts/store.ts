@@ -1,6 +1,6 @@
 import type { Scope } from '../core/actor.js';
 import type { ClockState } from '../core/clock.js';
-import type { Db } from '../db/database.js';
+import { type Db, transaction } from '../db/database.js';
 import { hashKey } from './keys.js';
 import type { Plan } from './plans.js';
 
@@ -97,9 +97,9 @@ export class AccountStore {
   private readonly updateSettingsStatement;
   private readonly selectKeys;
   private readonly revokeKeyStatement;
-  private readonly touchKeyStatement;
+  private readonly lastUsedStatement;
 
-  constructor(db: Db) {
+  constructor(private readonly db: Db) {
     this.insertAccount = db.prepare(
       `INSERT INTO accounts (id, name, plan, created_at, clock_anchor_real, clock_anchor_virtual, clock_speed,
          clock_frozen, default_scenario)
@@ -127,7 +127,7 @@ export class AccountStore {
     this.revokeKeyStatement = db.prepare(
       'UPDATE api_keys SET revoked_at = coalesce(revoked_at, @at) WHERE id = @id AND account_id = @accountId',
     );
-    this.touchKeyStatement = db.prepare('UPDATE api_keys SET last_used_at = @at WHERE id = @id');
+    this.lastUsedStatement = db.prepare('UPDATE api_keys SET last_used_at = @at WHERE id = @id');
     this.updateSettingsStatement = db.prepare(
       `UPDATE accounts SET plan = @plan, default_scenario = @defaultScenario,
          webhook_retry_schedule = @webhookRetrySchedule, rate_limits_enabled = @rateLimitsEnabled WHERE id = @id`,
@@ -156,6 +156,18 @@ export class AccountStore {
       defaultScenario: account.defaultScenario,
       ...account.clock,
       frozen: account.clock.frozen ? 1 : 0,
+    });
+  }
+
+  /** An account and its first key, both or neither. */
+  insertWithKey(
+    account: Account,
+    key: Omit<ApiKeyRecord, 'accountId' | 'last4' | 'lastUsedAt' | 'revokedAt'>,
+    value: string,
+  ): void {
+    transaction(this.db, () => {
+      this.insert(account);
+      this.insertApiKey({ ...key, accountId: account.id }, value);
     });
   }
 
@@ -238,9 +250,14 @@ export class AccountStore {
     return this.keys(accountId).find((key) => key.id === keyId);
   }
 
-  touchKey(keyId: string, at: number): void {
-    this.touchKeyStatement.run({ id: keyId, at });
-    for (const entry of this.byKeyValue.values()) if (entry.key.id === keyId) entry.key.lastUsedAt = at;
+  /**
+   * Writes keys' last-used times, all in one transaction. The cached keys keep the times they were
+   * read with: the times in memory (KeyUsage) are the fresh ones, and nothing reads the cached ones.
+   */
+  saveLastUsed(times: ReadonlyMap<string, number>): void {
+    transaction(this.db, () => {
+      for (const [id, at] of times) this.lastUsedStatement.run({ id, at });
+    });
   }
 
   saveClock(accountId: string, clock: ClockState): void {

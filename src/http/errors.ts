@@ -3,6 +3,7 @@ import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { Logger } from 'pino';
 import { ApiError } from '../core/errors.js';
+import { insufficientStorage, isDiskFull } from '../core/storage-errors.js';
 
 /** Hono's own exceptions (thrown by its validators and body reading) in the contract's words. */
 function fromHttpException(error: HTTPException): ApiError {
@@ -30,13 +31,30 @@ export function respondWithError(c: Context, error: ApiError): Response {
 
 /**
  * The one error handler: ApiErrors go out as they are; anything unexpected is logged with its stack
- * and answered with a bare 500, so no internals ever reach a client.
+ * and answered with a bare 500, so no internals ever reach a client. A write refused because the disk
+ * is full is a 507: its transaction rolled back, so the client may simply retry later.
  */
 export function errorHandler(logger: Logger): ErrorHandler {
+  // A full disk refuses every write at once: the log says so once a minute, not once per request.
+  const FULL_DISK_LOG_INTERVAL_MS = 60_000;
+  let fullDiskLoggedAt = Number.NEGATIVE_INFINITY;
+  let refusedSinceLogged = 0;
   return (error, c) => {
     if (error instanceof ApiError) return respondWithError(c, error);
     if (error instanceof HTTPException && error.status !== 500)
       return respondWithError(c, fromHttpException(error));
+    if (isDiskFull(error)) {
+      refusedSinceLogged += 1;
+      if (performance.now() - fullDiskLoggedAt >= FULL_DISK_LOG_INTERVAL_MS) {
+        fullDiskLoggedAt = performance.now();
+        logger.warn(
+          { code: (error as { code?: string }).code, refused: refusedSinceLogged },
+          'the disk is full: writes are answered 507 until space is freed',
+        );
+        refusedSinceLogged = 0;
+      }
+      return respondWithError(c, insufficientStorage());
+    }
     logger.error({ err: error, method: c.req.method, path: c.req.path }, 'unexpected error');
     return respondWithError(c, new ApiError(500, 'internal_error', 'An unexpected error occurred.'));
   };

@@ -1,7 +1,9 @@
 import type { Logger } from 'pino';
 import { type ClockState, clockNow } from '../core/clock.js';
 import { newId } from '../core/ids.js';
+import { isPassingStorageFailure } from '../core/storage-errors.js';
 import { DAY, formatTimestamp } from '../core/time.js';
+import { BackoffNotice, backoffDelay } from '../db/backoff.js';
 import type { Db } from '../db/database.js';
 
 /**
@@ -15,6 +17,10 @@ import type { Db } from '../db/database.js';
  * webhook delivery attempt) offers that table as a queue instead, so the row's state is the only
  * state. Runs of one account are serialised (a jump and the background timer never run the same item
  * twice); accounts do not wait for one another.
+ *
+ * Work that fails for a passing reason (the disk is full, the database is busy, an I/O error) is not
+ * given up: the item stays due, and the account's background runs back off (1 s, doubling, at most
+ * 30 s) until a run succeeds. A job whose handler has a bug is marked failed and not run again.
  */
 
 export interface Job<P = unknown> {
@@ -96,6 +102,16 @@ export class Scheduler {
   private wokenDuringTick = false;
   /** When the timer fires next (`performance.now()` milliseconds); infinity while a tick runs. */
   private plannedWakeAt = Number.POSITIVE_INFINITY;
+  /**
+   * Accounts whose last background run failed: how many times in a row, and the timer of their rest
+   * (while it is set, the background timer leaves the account alone; requests still run it).
+   */
+  private readonly failing = new Map<string, { failures: number; rest: NodeJS.Timeout | undefined }>();
+  /** Ticks that failed in a row before reaching any account (reading the queues). */
+  private tickFailures = 0;
+  /** Writes that must not be lost but failed for a passing reason (a delivery's outcome), per account. */
+  private readonly unwritten = new Map<string, (() => void)[]>();
+  private readonly notice: BackoffNotice;
 
   private readonly insertStatement;
   private readonly nextDueStatement;
@@ -115,6 +131,7 @@ export class Scheduler {
     private readonly logger: Logger,
     private readonly realNow: () => number = Date.now,
   ) {
+    this.notice = new BackoffNotice(logger, 'background work');
     this.insertStatement = db.prepare(
       `INSERT INTO jobs (id, account_id, kind, subject, payload, due_at, state, created_at)
        VALUES (@id, @accountId, @kind, @subject, @payload, @dueAt, 'pending', @createdAt)`,
@@ -179,6 +196,20 @@ export class Scheduler {
     this.deleteAccountStatement.run(accountId);
   }
 
+  /**
+   * A write that failed for a passing reason and must not be lost, such as the outcome of a webhook
+   * send already made: it is tried again before the account's other work, first when the account's
+   * backoff ends, until it succeeds. A write that fails for any other reason is logged and dropped.
+   * Writes still unwritten when the scheduler stops are lost (an undelivered webhook attempt stays
+   * `sending` and is sent again at the next start).
+   */
+  retryWrite(accountId: string, write: () => void, error: unknown): void {
+    const writes = this.unwritten.get(accountId);
+    if (writes) writes.push(write);
+    else this.unwritten.set(accountId, [write]);
+    this.backOff(accountId, error);
+  }
+
   /** Adds a job; call inside the transaction of the change that causes it. */
   schedule<P>(job: {
     accountId: string;
@@ -230,6 +261,9 @@ export class Scheduler {
       // A function is read once the account's turn has come (a clock advance counts from where the
       // run before it left the clock).
       const until = typeof target === 'function' ? target() : target;
+      // An item that fails for a passing reason stays due and ends the run (it would only fail again):
+      // the error goes to the caller, a request answers it, the background timer backs off.
+      this.writeUnwritten(accountId);
       const ran: RanJob[] = [];
       for (;;) {
         for (let item = this.nextDue(accountId, until); item; item = this.nextDue(accountId, until)) {
@@ -237,10 +271,13 @@ export class Scheduler {
         }
         if (!options.settle) break;
         await Promise.all(this.queues.map((queue) => queue.settled?.(accountId)));
+        // Outcomes of those sends that could not be written at once come first.
+        this.writeUnwritten(accountId);
         if (!this.nextDue(accountId, until)) break;
       }
-      this.purgeFinished(accountId, until);
+      this.purgeFinishedIfPossible(accountId, until);
       options.afterwards?.();
+      this.recovered(accountId);
       return ran;
     });
   }
@@ -248,6 +285,30 @@ export class Scheduler {
   /** Deletes the account's jobs that finished more than the retention before `now` (its clock). */
   purgeFinished(accountId: string, now: number): number {
     return this.purgeStatement.run({ accountId, before: now - FINISHED_JOB_RETENTION_MS }).changes;
+  }
+
+  /** Housekeeping that a full disk may refuse (a delete writes too): it waits for the next run. */
+  private purgeFinishedIfPossible(accountId: string, now: number): void {
+    try {
+      this.purgeFinished(accountId, now);
+    } catch (error) {
+      if (!isPassingStorageFailure(error)) throw error;
+    }
+  }
+
+  /** Writes the account's retried writes in order; one that still fails stops there and throws. */
+  private writeUnwritten(accountId: string): void {
+    const writes = this.unwritten.get(accountId);
+    while (writes?.length) {
+      try {
+        (writes[0] as () => void)();
+      } catch (error) {
+        if (isPassingStorageFailure(error)) throw error;
+        this.logger.error({ err: error, account: accountId }, 'dropped a write that cannot succeed');
+      }
+      writes.shift();
+    }
+    this.unwritten.delete(accountId);
   }
 
   /** The earliest item due by `until` across the queues. */
@@ -289,11 +350,12 @@ export class Scheduler {
       this.logger.error({ job: job.id, kind: job.kind }, 'no handler for job');
       return { ...summary, error: 'no handler' };
     }
+    // A synchronous handler's effects and the job's `done` commit together, so a crash can neither
+    // lose a step nor play it twice. An asynchronous one is marked `running` while it works and runs
+    // again after a crash.
+    let pending: Promise<JobOutcome> | undefined;
+    let markedRunning = false;
     try {
-      // A synchronous handler's effects and the job's `done` commit together, so a crash can neither
-      // lose a step nor play it twice. An asynchronous one is marked `running` while it works and runs
-      // again after a crash.
-      let pending: Promise<JobOutcome> | undefined;
       let outcome: JobOutcome;
       this.db.transaction(() => {
         const result = handler(job);
@@ -306,14 +368,34 @@ export class Scheduler {
         }
       })();
       if (pending) {
+        markedRunning = true;
         outcome = await pending;
         this.markStatement.run({ seq: row.seq, state: 'done', finishedAt: job.dueAt, error: null });
       }
       return { ...summary, ...outcome };
     } catch (error) {
-      this.logger.error({ err: error, job: job.id, kind: job.kind }, 'job failed');
+      if (isPassingStorageFailure(error)) {
+        // Not the handler's fault: the job stays pending (its transaction rolled back) and runs again.
+        if (markedRunning) this.putBack(row, error);
+        // Its `running` mark was never written: the job runs again, this try's outcome is of no use.
+        else void pending?.catch(() => undefined);
+        throw error;
+      }
+      // Marked first: if even that cannot be written, the job runs again later and is logged then.
       this.markStatement.run({ seq: row.seq, state: 'failed', finishedAt: job.dueAt, error: String(error) });
+      this.logger.error({ err: error, job: job.id, kind: job.kind }, 'job failed');
       return { ...summary, error: (error as Error).message };
+    }
+  }
+
+  /** An asynchronous job marked `running` goes back to `pending`, now or once the write succeeds. */
+  private putBack(row: JobRow, error: unknown): void {
+    const write = () =>
+      this.markStatement.run({ seq: row.seq, state: 'pending', finishedAt: null, error: null });
+    try {
+      write();
+    } catch {
+      this.retryWrite(row.account_id, write, error);
     }
   }
 
@@ -340,8 +422,25 @@ export class Scheduler {
   async stop(): Promise<void> {
     this.stopped = true;
     clearTimeout(this.timer);
+    for (const { rest } of this.failing.values()) clearTimeout(rest);
+    this.failing.clear();
     await this.ticking;
     await Promise.all([...this.accountLocks.values()]);
+    // One last try for the writes still waiting; what fails now is lost with the process.
+    let lost = 0;
+    for (const accountId of [...this.unwritten.keys()]) {
+      try {
+        this.writeUnwritten(accountId);
+      } catch {
+        lost += this.unwritten.get(accountId)?.length ?? 0;
+      }
+    }
+    this.unwritten.clear();
+    if (lost > 0)
+      this.logger.warn(
+        { writes: lost },
+        'stopped with writes that could not be made (webhook attempts still sending are sent again at the next start)',
+      );
   }
 
   /** Re-plans the timer now: a job or a clock changed. */
@@ -391,31 +490,46 @@ export class Scheduler {
     let sleep = MAX_SLEEP_MS;
     this.ticking = (async () => {
       const realNow = this.realNow();
-      const runs: Promise<unknown>[] = [];
+      const runs: Promise<boolean>[] = [];
       const earliest = new Map<string, number>();
       for (const queue of this.queues) {
         for (const { accountId, dueAt } of queue.earliestDue()) {
           earliest.set(accountId, Math.min(dueAt, earliest.get(accountId) ?? dueAt));
         }
       }
+      // Writes waiting to be retried are due at once.
+      for (const accountId of this.unwritten.keys()) earliest.set(accountId, Number.NEGATIVE_INFINITY);
       for (const [accountId, dueAt] of earliest) {
+        // Resting after a failure: its rest's end wakes the timer.
+        if (this.failing.get(accountId)?.rest) continue;
         const clock = this.clockOf(accountId);
         if (!clock) continue;
         const now = clockNow(clock, realNow);
         if (dueAt <= now) {
-          runs.push(this.runDue(accountId, now));
+          runs.push(this.runInBackground(accountId, now));
         } else if (!clock.frozen) {
           sleep = Math.min(sleep, Math.ceil((dueAt - now) / clock.speed));
         }
       }
-      await Promise.all(runs);
+      // An account that failed and has nothing due any more has nothing to back off from.
+      for (const [accountId, { rest }] of this.failing) {
+        if (!rest && !earliest.has(accountId)) this.recovered(accountId);
+      }
+      const succeeded = await Promise.all(runs);
+      if (this.failing.size === 0) this.notice.succeeded();
       // What just ran may have scheduled more; plan the next sleep from the new state.
-      if (runs.length > 0) this.wokenDuringTick = true;
+      if (succeeded.includes(true)) this.wokenDuringTick = true;
     })();
     try {
       await this.ticking;
+      this.tickFailures = 0;
     } catch (error) {
-      this.logger.error({ err: error }, 'scheduler tick failed');
+      // Reading the queues failed: the whole tick backs off.
+      this.tickFailures += 1;
+      sleep = backoffDelay(this.tickFailures);
+      this.wokenDuringTick = false;
+      if (isPassingStorageFailure(error)) this.notice.failed(error);
+      else this.logger.error({ err: error }, 'scheduler tick failed');
     } finally {
       this.ticking = undefined;
       if (!this.stopped) {
@@ -424,6 +538,47 @@ export class Scheduler {
         this.arm(delay);
       }
     }
+  }
+
+  /** One account's due work from the timer; a failure backs the account off. True when it succeeded. */
+  private async runInBackground(accountId: string, now: number): Promise<boolean> {
+    try {
+      await this.runDue(accountId, now);
+      return true;
+    } catch (error) {
+      this.backOff(accountId, error);
+      return false;
+    }
+  }
+
+  /** The account's work ran (from the timer or a request): it no longer backs off. */
+  private recovered(accountId: string): void {
+    const state = this.failing.get(accountId);
+    if (state) {
+      clearTimeout(state.rest);
+      this.failing.delete(accountId);
+    }
+    if (this.failing.size === 0) this.notice.succeeded();
+  }
+
+  /**
+   * The account's background runs rest after a failure, longer after each one in a row. A passing
+   * failure is said once for all accounts (BackoffNotice); any other is a bug in a queue, logged each
+   * time, and rests too, so that it cannot spin either.
+   */
+  private backOff(accountId: string, error: unknown): void {
+    if (isPassingStorageFailure(error)) this.notice.failed(error);
+    else this.logger.error({ err: error, account: accountId }, 'scheduled work failed');
+    const state = this.failing.get(accountId) ?? { failures: 0, rest: undefined };
+    state.failures += 1;
+    clearTimeout(state.rest);
+    this.failing.set(accountId, state);
+    if (this.stopped) return;
+    state.rest = setTimeout(() => {
+      state.rest = undefined;
+      this.wake();
+    }, backoffDelay(state.failures));
+    state.rest.unref();
   }
 }
 

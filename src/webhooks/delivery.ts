@@ -2,6 +2,7 @@ import { lookup } from 'node:dns/promises';
 import pLimit from 'p-limit';
 import type { Logger } from 'pino';
 import { newId } from '../core/ids.js';
+import { isPassingStorageFailure } from '../core/storage-errors.js';
 import { formatTimestamp } from '../core/time.js';
 import { type Db, transaction } from '../db/database.js';
 import type { RecordedEvent } from '../events/store.js';
@@ -232,9 +233,17 @@ export class WebhookDelivery implements DueQueue {
       return sendDelivery(request, this.transportOf(attempt.accountId));
     });
     if (result === undefined) return;
-    try {
+    const writeOutcome = () =>
       transaction(this.deps.db, () => this.settle(attempt, result, sentAt, options.manual));
+    try {
+      writeOutcome();
     } catch (error) {
+      // No room to write it (a full disk): the outcome is kept and written once there is, by the
+      // scheduler, which backs off meanwhile; the attempt shows `sending` until then.
+      if (isPassingStorageFailure(error)) {
+        this.deps.scheduler.retryWrite(attempt.accountId, writeOutcome, error);
+        return;
+      }
       // The database may be closing under a stopping server; the attempt stays `sending` and is resent.
       this.deps.logger.error({ err: error, attempt: attempt.id }, 'could not record a delivery outcome');
     }
