@@ -64,8 +64,8 @@ async function main(): Promise<void> {
   );
 
   const stop = (signal: NodeJS.Signals) => {
-    logger.info({ signal }, 'shutting down');
-    void sandbox.close().then(() => process.exit(0));
+    logger.info({ signal, graceMs: config.shutdownTimeoutMs }, 'shutting down');
+    void sandbox.shutdown(config.shutdownTimeoutMs).then(() => process.exit(0));
   };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);

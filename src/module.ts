@@ -30,6 +30,9 @@ export interface SandboxModule {
   reset?(accountId: string): void;
   /** Runs once the scheduler is ready, before the server listens (work a crash interrupted). */
   start?(): void;
-  /** Stops what the module runs of its own, before the database closes. */
-  close?(): Promise<void>;
+  /**
+   * Stops what the module runs of its own, before the database closes. Work already under way may
+   * go on until `deadline` (`performance.now()` milliseconds; `--shutdown-timeout`), then is cut off.
+   */
+  close?(deadline: number): Promise<void>;
 }

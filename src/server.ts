@@ -22,8 +22,20 @@ export interface RunningSandbox {
   location: string;
   sandbox: Sandbox;
   /** Stops both listeners, then closes the database. */
+  /**
+   * Stops at once: connections are cut, webhook sends on the wire are cut off (and sent again after
+   * the next start), and the database is closed.
+   */
   close(): Promise<void>;
+  /**
+   * Stops gracefully (SIGTERM, SIGINT): no new connections, requests in flight and webhook sends on the
+   * wire may finish for `graceMs`, then whatever is left is cut off as `close()` does.
+   */
+  shutdown(graceMs: number): Promise<void>;
 }
+
+/** How long requests in flight may still take once the webhook sends have been cut off at shutdown. */
+const REQUESTS_GRACE_AFTER_SENDS_MS = 1000;
 
 export interface StartOptions {
   /**
@@ -93,20 +105,32 @@ async function startOwning(
       server.listen(port, config.host, () => resolve(server.address() as AddressInfo));
     });
 
-  const stopServers = () =>
+  /**
+   * Stops accepting, lets the requests in flight finish until `deadline` (idle keep-alive connections
+   * are closed as they become idle), then cuts whatever connection is left.
+   */
+  const stopServers = (deadline: number) =>
     Promise.all(
       servers.map(
         (server) =>
           new Promise<void>((resolve) => {
             if (!server.listening) return resolve();
-            server.close(() => resolve());
-            // Keep-alive connections would hold close() open; a sandbox has nothing worth waiting for.
-            if ('closeAllConnections' in server) server.closeAllConnections();
+            const idle = setInterval(() => server.closeIdleConnections(), 50);
+            const late = setTimeout(
+              () => server.closeAllConnections(),
+              Math.max(0, deadline - performance.now()),
+            );
+            server.close(() => {
+              clearInterval(idle);
+              clearTimeout(late);
+              resolve();
+            });
+            server.closeIdleConnections();
+            if (deadline <= performance.now()) server.closeAllConnections();
           }),
       ),
     );
-  const release = async () => {
-    await sandbox.stop();
+  const release = () => {
     db.close();
     lock?.release();
     tls.dispose();
@@ -118,8 +142,9 @@ async function startOwning(
     info = await listen(undefined, 'HTTP', 'port', config.port);
     httpsInfo = await listen({ cert: tls.cert, key: tls.key }, 'HTTPS', 'https-port', config.httpsPort);
   } catch (error) {
-    await stopServers();
-    await release();
+    await stopServers(performance.now());
+    await sandbox.stop();
+    release();
     throw error;
   }
 
@@ -127,6 +152,14 @@ async function startOwning(
   const origin = `http://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${info.port}`;
   const httpsOrigin = `https://${httpsOriginHost(httpsInfo.address, tls.certificate)}:${httpsInfo.port}`;
   let closing: Promise<void> | undefined;
+  const shutdown = (graceMs: number) => {
+    // Sends on the wire are cut off at the deadline; requests in flight get a second more, so one
+    // that waited on them (a clock advance) still answers. The database closes once both are done.
+    const deadline = performance.now() + graceMs;
+    const requestsDeadline = graceMs === 0 ? deadline : deadline + REQUESTS_GRACE_AFTER_SENDS_MS;
+    closing ??= Promise.all([stopServers(requestsDeadline), sandbox.stop(deadline)]).then(release);
+    return closing;
+  };
   return {
     origin,
     httpsOrigin,
@@ -134,10 +167,8 @@ async function startOwning(
     cdnUrl: config.cdnUrl ?? `${origin}/cdn`,
     location,
     sandbox,
-    close() {
-      closing ??= stopServers().then(release);
-      return closing;
-    },
+    close: () => shutdown(0),
+    shutdown,
   };
 }
 

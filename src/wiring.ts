@@ -273,9 +273,14 @@ export function createSandbox({
       await scheduler.start();
     },
     /** Stops the scheduler and what the modules run; the caller closes the database. */
-    async stop(): Promise<void> {
-      await scheduler.stop();
-      for (const module of modules) await module.close?.();
+    /**
+     * Stops the scheduler and what the modules run; the caller closes the database. Webhook sends on
+     * the wire may finish until `deadline` (`performance.now()` milliseconds), then are cut off (and
+     * sent again after the next start): an advance waiting on them ends then, and so does the
+     * scheduler's stop.
+     */
+    async stop(deadline = performance.now()): Promise<void> {
+      await Promise.all([scheduler.stop(), ...modules.map((module) => module.close?.(deadline))]);
     },
   };
 }

@@ -8,7 +8,13 @@ import { type Db, transaction } from '../db/database.js';
 import type { RecordedEvent } from '../events/store.js';
 import type { DueItem, DueQueue, RanJob, Scheduler } from '../scheduler/scheduler.js';
 import type { DestinationPolicy } from './destinations.js';
-import { type DeliveryResult, type DeliveryTransport, type ResolveHost, sendDelivery } from './send.js';
+import {
+  CUT_OFF,
+  type DeliveryResult,
+  type DeliveryTransport,
+  type ResolveHost,
+  sendDelivery,
+} from './send.js';
 import { KeyedShares } from './shares.js';
 import type { AttemptRecord, WebhookRecord, WebhookStore } from './store.js';
 
@@ -79,6 +85,8 @@ export class WebhookDelivery implements DueQueue {
   private readonly inFlight = new Map<string, Set<Promise<unknown>>>();
   /** Set when the sandbox stops: sends still waiting for a slot stay `sending` and go out after the next start. */
   private stopped = false;
+  /** Aborted when a stopping sandbox stops waiting for the sends on the wire. */
+  private readonly cutOff = new AbortController();
 
   constructor(private readonly deps: WebhookDeliveryDeps) {}
 
@@ -229,10 +237,12 @@ export class WebhookDelivery implements DueQueue {
         eventId: attempt.eventId,
         attempt: attempt.attempt,
         timeoutMs: this.deps.timeoutMs,
+        cutOff: this.cutOff.signal,
       };
       return sendDelivery(request, this.transportOf(attempt.accountId));
     });
-    if (result === undefined) return;
+    // A send cut off by a stopping sandbox stays `sending`: it goes out again after the next start.
+    if (result === undefined || result === CUT_OFF) return;
     const writeOutcome = () =>
       transaction(this.deps.db, () => this.settle(attempt, result, sentAt, options.manual));
     try {
@@ -249,9 +259,27 @@ export class WebhookDelivery implements DueQueue {
     }
   }
 
-  /** The sandbox stops: nothing more goes on the wire (sends already on it finish on their own). */
-  close(): void {
+  /**
+   * The sandbox stops: nothing more goes on the wire, the sends on it may finish until `deadline`
+   * (`performance.now()` milliseconds), and those still waiting for an answer then are cut off. A
+   * send cut off has no outcome: its attempt stays `sending` and is sent again at the next start.
+   */
+  async drain(deadline: number): Promise<void> {
     this.stopped = true;
+    const sends = () => [...this.inFlight.values()].flatMap((set) => [...set]);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, Math.max(0, deadline - performance.now()));
+    });
+    await Promise.race([
+      late,
+      (async () => {
+        for (let left = sends(); left.length > 0; left = sends()) await Promise.allSettled(left);
+      })(),
+    ]);
+    clearTimeout(timer);
+    this.cutOff.abort();
+    await Promise.allSettled(sends());
   }
 
   /** Runs `send` within its webhook's share, then its account's, then the server's. */

@@ -22,6 +22,6 @@ export function webhooksModule(deps: {
     queues: [deps.delivery],
     reset: (accountId) => deps.store.deleteAccount(accountId),
     start: () => deps.delivery.resumeInterrupted(),
-    close: async () => deps.delivery.close(),
+    close: (deadline) => deps.delivery.drain(deadline),
   };
 }

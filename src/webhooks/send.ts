@@ -40,7 +40,12 @@ export interface DeliveryRequest {
   eventId: string;
   attempt: number;
   timeoutMs: number;
+  /** Aborted when the sandbox stops before the answer came: the send is cut off, with no outcome. */
+  cutOff?: AbortSignal;
 }
+
+/** A send the sandbox cut off as it stopped: it has no outcome, and is sent again at the next start. */
+export const CUT_OFF = 'cut off';
 
 export interface DeliveryTransport {
   destinations: DestinationPolicy;
@@ -64,7 +69,7 @@ class DeadlinePassed extends Error {}
 export async function sendDelivery(
   request: DeliveryRequest,
   transport: DeliveryTransport,
-): Promise<DeliveryResult> {
+): Promise<DeliveryResult | typeof CUT_OFF> {
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
   const failure = (error: DeliveryErrorKind, errorMessage: string, responseStatus: number | null = null) => ({
@@ -90,6 +95,7 @@ export async function sendDelivery(
   if ('refused' in destination) return failure('destination_not_allowed', destination.refused);
 
   const answer = await post(url, destination.addresses, request, deadline - performance.now());
+  if (answer.kind === 'cut off') return CUT_OFF;
   if (answer.kind === 'timeout') return failure('timeout', timedOut, answer.status);
   if (answer.kind === 'connection') return failure('connection', answer.message, answer.status);
   const ok = answer.status >= 200 && answer.status < 300;
@@ -128,6 +134,7 @@ async function checkedDestination(
 }
 
 type Answer =
+  | { kind: 'cut off' }
   | { kind: 'answered'; status: number; excerpt: string }
   | { kind: 'timeout'; status: number | null }
   | { kind: 'connection'; message: string; status: number | null };
@@ -147,7 +154,12 @@ function post(
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      request.cutOff?.removeEventListener('abort', cutOff);
       resolve(answer);
+    };
+    const cutOff = () => {
+      finish({ kind: 'cut off' });
+      outgoing.destroy();
     };
 
     const send = secure ? httpsRequest : httpRequest;
@@ -177,6 +189,9 @@ function post(
       },
       Math.max(0, remainingMs),
     );
+
+    if (request.cutOff?.aborted) queueMicrotask(cutOff);
+    else request.cutOff?.addEventListener('abort', cutOff, { once: true });
 
     outgoing.on('error', (error: Error & { code?: string }) => {
       finish({ kind: 'connection', message: error.code ?? error.message, status });
