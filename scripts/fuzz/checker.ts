@@ -1,0 +1,109 @@
+import {
+  type ApiDocument,
+  type DocumentedResponse,
+  ERROR_SCHEMA_POINTER,
+  type Operation,
+} from './document.js';
+import type { Answer } from './http.js';
+
+/**
+ * What can be wrong with an answer:
+ * - `server_error`: any 5xx, documented or not (there must be none);
+ * - `undocumented_status`: a status neither the operation nor the contract gives;
+ * - `content_type`: not the media type the document gives for that status;
+ * - `not_json`: a JSON answer whose body does not parse;
+ * - `schema`: a JSON body that breaks the schema the document gives for that status;
+ * - `cross_account`: a key of another account got a 2xx for this account's resource;
+ * - `scope`: a key with `shipments:read` alone got a 2xx for a change;
+ * - `no_answer`: the connection failed or timed out (counted by the fuzzer, not here).
+ */
+export type ProblemKind =
+  | 'server_error'
+  | 'undocumented_status'
+  | 'content_type'
+  | 'not_json'
+  | 'schema'
+  | 'cross_account'
+  | 'scope'
+  | 'no_answer';
+
+export interface Problem {
+  kind: ProblemKind;
+  detail: string;
+}
+
+/**
+ * Statuses every route may answer with the contract's error body, documented by the operation or
+ * not: a bad body or query (400), a key (401, 403), no such resource or route (404), a method the
+ * path lacks (405), validation (422), a ceiling (429).
+ */
+export const CONTRACT_WIDE_STATUSES: ReadonlySet<number> = new Set([400, 401, 403, 404, 405, 422, 429]);
+
+/**
+ * A method the path does not have: `405 method_not_allowed` (the contract), or `404` until that
+ * lands. What the sandbox checks before it looks for a route (the body's size and form, the key,
+ * the limits) may answer first.
+ */
+export const WRONG_METHOD_STATUSES: ReadonlySet<number> = new Set([400, 401, 403, 404, 405, 429]);
+
+const ERROR_RESPONSE: DocumentedResponse = {
+  mediaTypes: ['application/json'],
+  jsonSchemaPointer: ERROR_SCHEMA_POINTER,
+};
+
+/** Checks one answer against what the document says the operation answers. */
+export function checkAnswer(document: ApiDocument, operation: Operation, answer: Answer): Problem[] {
+  if (answer.status >= 500)
+    return [{ kind: 'server_error', detail: `${answer.status} ${excerpt(answer.text)}` }];
+
+  const documented = operation.documented ? operation.responses.get(String(answer.status)) : undefined;
+  const allowed = operation.documented ? CONTRACT_WIDE_STATUSES : WRONG_METHOD_STATUSES;
+  const expected = documented ?? (allowed.has(answer.status) ? ERROR_RESPONSE : undefined);
+  if (!expected) {
+    const listed = operation.documented ? [...operation.responses.keys()].join(', ') : 'none';
+    return [
+      {
+        kind: 'undocumented_status',
+        detail: `${answer.status} is not documented (documented: ${listed}); ${excerpt(answer.text)}`,
+      },
+    ];
+  }
+  return checkBody(document, expected, answer);
+}
+
+function checkBody(document: ApiDocument, expected: DocumentedResponse, answer: Answer): Problem[] {
+  const contentType = answer.headers.get('content-type') ?? '';
+  const mediaType = contentType.split(';')[0]?.trim().toLowerCase() ?? '';
+  if (expected.mediaTypes.length === 0)
+    return answer.text === ''
+      ? []
+      : [{ kind: 'content_type', detail: `a body where none is documented: ${excerpt(answer.text)}` }];
+  if (!expected.mediaTypes.includes(mediaType))
+    return [
+      {
+        kind: 'content_type',
+        detail: `Content-Type ${JSON.stringify(contentType)}, documented: ${expected.mediaTypes.join(', ')}`,
+      },
+    ];
+  if (mediaType !== 'application/json' || !expected.jsonSchemaPointer) return [];
+
+  let body: unknown;
+  try {
+    body = JSON.parse(answer.text);
+  } catch {
+    return [{ kind: 'not_json', detail: `not JSON: ${excerpt(answer.text)}` }];
+  }
+  const errors = document.validate(expected.jsonSchemaPointer, body);
+  if (!errors) return [];
+  const described = errors
+    .slice(0, 5)
+    .map(
+      (e) =>
+        `${e.instancePath || '/'} ${e.message ?? e.keyword}${e.params ? ` ${JSON.stringify(e.params)}` : ''}`,
+    );
+  return [{ kind: 'schema', detail: `${described.join('; ')} in ${excerpt(answer.text)}` }];
+}
+
+export function excerpt(text: string, length = 300): string {
+  return text.length > length ? `${text.slice(0, length)}… (${text.length} characters)` : text;
+}
