@@ -40,11 +40,11 @@ export interface Problem {
 export const CONTRACT_WIDE_STATUSES: ReadonlySet<number> = new Set([400, 401, 403, 404, 405, 422, 429]);
 
 /**
- * A method the path does not have: `405 method_not_allowed` (the contract), or `404` until that
- * lands. What the sandbox checks before it looks for a route (the body's size and form, the key,
- * the limits) may answer first.
+ * A method a documented path lacks: `405 method_not_allowed` (with `Allow`), unless the request is
+ * refused before routing (its key under /v1 and /_sandbox: 401; its body: 400), or a hostile id (`..`,
+ * an empty segment) makes the path one that no route has (404).
  */
-export const WRONG_METHOD_STATUSES: ReadonlySet<number> = new Set([400, 401, 403, 404, 405, 429]);
+export const WRONG_METHOD_STATUSES: ReadonlySet<number> = new Set([400, 401, 404, 405]);
 
 const ERROR_RESPONSE: DocumentedResponse = {
   mediaTypes: ['application/json'],

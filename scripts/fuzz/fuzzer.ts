@@ -95,13 +95,15 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
     durationMs: 0,
   };
   try {
-    const foreign = await prepareAccount(options.origin, receiver);
     // The longest group first, so that the others run beside it.
     const requestsOf = (group: Operation[]) => group.reduce((sum, o) => sum + (counts.get(o) ?? 0), 0);
     const queue = groupByAccount(operations).sort((a, b) => requestsOf(b) - requestsOf(a));
     const worker = async () => {
       for (let group = queue.shift(); group; group = queue.shift()) {
         const account = await prepareAccount(options.origin, receiver);
+        // Each group's own other account: a reset or a deletion fuzzed with its key in one group must
+        // not undo what another group made with it.
+        const foreign = await prepareAccount(options.origin, receiver);
         for (const operation of group) {
           await options.onAccount?.(account, operation);
           const stats = await fuzzOperation({

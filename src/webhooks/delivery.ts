@@ -1,4 +1,5 @@
 import { lookup } from 'node:dns/promises';
+import { setMaxListeners } from 'node:events';
 import pLimit from 'p-limit';
 import type { Logger } from 'pino';
 import { newId } from '../core/ids.js';
@@ -88,7 +89,10 @@ export class WebhookDelivery implements DueQueue {
   /** Aborted when a stopping sandbox stops waiting for the sends on the wire. */
   private readonly cutOff = new AbortController();
 
-  constructor(private readonly deps: WebhookDeliveryDeps) {}
+  constructor(private readonly deps: WebhookDeliveryDeps) {
+    // Every send on the wire listens for the cut-off, up to the server's share of them at once.
+    setMaxListeners(0, this.cutOff.signal);
+  }
 
   /** Called inside the event's transaction: one attempt per subscribed active webhook, due now. */
   fanOut(event: RecordedEvent): void {
