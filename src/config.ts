@@ -295,6 +295,45 @@ export const SETTINGS = {
       .max(1_000_000, 'must be at most 1000000')
       .default(1000),
   },
+  portFile: {
+    flag: 'port-file',
+    env: 'SANDBOX_PORT_FILE',
+    kind: 'string',
+    placeholder: 'path',
+    defaultText: 'none',
+    description:
+      'once listening, write the bound ports there as JSON ({"port","httpsPort","origin"}), for scripts that wait for the sandbox',
+    schema: z.string().trim().min(1, 'must not be empty').optional(),
+  },
+  tlsNames: {
+    flag: 'tls-name',
+    env: 'SANDBOX_TLS_NAMES',
+    kind: 'list',
+    placeholder: 'name',
+    defaultText: 'localhost, 127.0.0.1, ::1 and this host name',
+    description:
+      "a host name or address the made HTTPS certificate is valid for besides the defaults (a container's service name, say); repeatable",
+    schema: z
+      .array(
+        z
+          .string()
+          .trim()
+          .toLowerCase()
+          .min(1, 'must not be empty')
+          .max(253, 'must be at most 253 characters')
+          .regex(/^[a-z0-9.:_-]+$/, 'must be a host name or an IP address'),
+      )
+      .default([]),
+  },
+  logFormat: {
+    flag: 'log-format',
+    env: 'SANDBOX_LOG_FORMAT',
+    kind: 'string',
+    placeholder: 'format',
+    defaultText: 'pretty on a terminal, else json',
+    description: 'pretty (one readable line a request, step and delivery) or json (one JSON object a line)',
+    schema: z.enum(['pretty', 'json'], { message: 'must be pretty or json' }).optional(),
+  },
   renderThreads: {
     flag: 'render-threads',
     env: 'SANDBOX_RENDER_THREADS',

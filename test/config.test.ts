@@ -32,6 +32,9 @@ describe('command line', () => {
       webhookAllowHosts: [],
       shutdownTimeoutMs: 10_000,
       maxConnections: 1000,
+      portFile: undefined,
+      tlsNames: [],
+      logFormat: undefined,
       renderThreads: 2,
       logLevel: 'info',
     });
@@ -61,6 +64,9 @@ describe('command line', () => {
       SANDBOX_WEBHOOK_ALLOW_HOSTS: 'hooks.ci.internal,10.0.0.5',
       SANDBOX_SHUTDOWN_TIMEOUT: '3s',
       SANDBOX_MAX_CONNECTIONS: '50',
+      SANDBOX_PORT_FILE: '/tmp/ports.json',
+      SANDBOX_TLS_NAMES: 'sandbox,Sandbox.CI.internal',
+      SANDBOX_LOG_FORMAT: 'json',
       SANDBOX_RENDER_THREADS: '0',
       LOG_LEVEL: 'debug',
     });
@@ -87,6 +93,9 @@ describe('command line', () => {
       webhookAllowHosts: ['hooks.ci.internal', '10.0.0.5'],
       shutdownTimeoutMs: 3_000,
       maxConnections: 50,
+      portFile: '/tmp/ports.json',
+      tlsNames: ['sandbox', 'sandbox.ci.internal'],
+      logFormat: 'json',
       renderThreads: 0,
       logLevel: 'debug',
     });
