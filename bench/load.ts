@@ -3,7 +3,7 @@ import { cpuMillisOf } from './children.js';
 
 export const DEFAULT_KEY = 'svc_test_DefaultSandboxKey000000000000000';
 
-/** The README's example shipment: a valid request every time. */
+/** The README's first example shipment: a valid request every time. */
 export const SHIPMENT_REQUEST = {
   from: {
     name: 'Ada Lovelace',

@@ -7,7 +7,8 @@ export { ConfigError };
 
 /**
  * Every setting of the sandbox in one table: its flag, its environment variable, its default and
- * its validation. `--help`, the parser and the README all come from here, so they cannot drift.
+ * its validation. `--help` and the parser come from here, so they cannot drift, and a test checks that
+ * docs/reference.md lists every setting.
  * Flags win over environment variables, which win over defaults.
  */
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, helpText, parseCommandLine, SETTINGS, webhookTargetsOf } from '../src/config.js';
 
@@ -177,6 +178,14 @@ describe('command line', () => {
   it('names the environment variable when it is the bad value', () => {
     expect(() => parseCommandLine([], { PORT: 'x' })).toThrow(/environment variable PORT/);
     expect(() => parseCommandLine([], { SANDBOX_MEMORY: 'maybe' })).toThrow(/SANDBOX_MEMORY.*true or false/);
+  });
+
+  it('lists every flag and its variable in docs/reference.md', () => {
+    const reference = readFileSync(new URL('../docs/reference.md', import.meta.url), 'utf8');
+    for (const setting of Object.values(SETTINGS)) {
+      expect(reference).toContain(`\`--${setting.flag}`);
+      expect(reference).toContain(`\`${setting.env}\``);
+    }
   });
 
   it('prints every flag and its variable in --help', () => {

@@ -295,7 +295,7 @@ function tally(kind: ProblemKind | 'known', report: FuzzReport, stats: Operation
   stats[counter]++;
 }
 
-/** Tallies the error codes answered, by status: the README's list of codes can be checked against it. */
+/** Tallies the error codes answered, by status: docs/reference.md's list of codes can be checked against it. */
 function countErrorCode(report: FuzzReport, answer: Answer) {
   let code = '(no code)';
   try {

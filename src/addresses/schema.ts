@@ -4,7 +4,7 @@ import { z } from '@hono/zod-openapi';
  * The addresses and the parcel that every quote and every shipment take: their shapes and their
  * bounds. The bounds fill in what the specification leaves "not shown": generous enough for real
  * addresses and parcels, tight enough to catch the mistakes a client makes (grams sent as
- * kilograms, a whole address pasted into one field). The README lists them.
+ * kilograms, a whole address pasted into one field). docs/behaviour.md lists them.
  */
 export const ADDRESS_LIMITS = { text: 100, state: 50, zip: 20 } as const;
 export const PARCEL_LIMITS = { maxWeightGrams: 70_000, maxDimensionCm: 300 } as const;

@@ -20,7 +20,7 @@ export interface TrackingFormat {
   example: string;
 }
 
-/** The README's table of formats; `example` is a valid number of that format. */
+/** docs/reference.md's table of formats; `example` is a valid number of that format. */
 export const TRACKING_FORMATS: Readonly<Record<TrackingCarrier, TrackingFormat>> = {
   ups: {
     carrier: 'UPS',

@@ -2,7 +2,7 @@ import { z } from '@hono/zod-openapi';
 import { AddressSchema, ParcelSchema } from '../addresses/schema.js';
 import { MoneySchema, TimestampSchema } from '../core/schemas.js';
 
-/** The specification does not show a bound on `reference`; the README lists this one. */
+/** The specification does not show a bound on `reference`; docs/behaviour.md lists it. */
 export const REFERENCE_MAX_LENGTH = 100;
 
 export const CreateShipmentSchema = z
