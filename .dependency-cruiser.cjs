@@ -54,6 +54,18 @@ module.exports = {
       to: { path: '^src/config\\.ts$' },
     },
     {
+      name: 'the-client-stands-alone',
+      comment:
+        "The typed client (src/client/) runs in merchants' programs: it imports nothing else of src/, and " +
+        'of the packages only openapi-fetch.',
+      severity: 'error',
+      from: { path: '^src/client/' },
+      to: {
+        path: ['^src/(?!client/)', '(^|/)node_modules/'],
+        pathNot: '(^|/)node_modules/openapi-fetch/',
+      },
+    },
+    {
       name: 'nothing-imports-the-wiring',
       comment: 'The wiring, the server and the command line are the top: nothing below imports them.',
       severity: 'error',

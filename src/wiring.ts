@@ -22,6 +22,7 @@ import { readBody, requireJsonObjectBody } from './http/body.js';
 import type { AppEnv } from './http/context.js';
 import { errorHandler } from './http/errors.js';
 import { methodNotAllowedOrRouteNotFound } from './http/methods.js';
+import { HEALTH_ROUTE, serveOpenApiDocument } from './http/openapi.js';
 import { RateLimiter, rateLimit } from './http/rate-limit.js';
 import { requireHttps } from './http/strict-https.js';
 import { RequestJournal } from './journal/journal.js';
@@ -48,6 +49,8 @@ import { TrackingStore } from './tracking/store.js';
 import { WebhookDelivery } from './webhooks/delivery.js';
 import { DestinationPolicy } from './webhooks/destinations.js';
 import { webhooksModule } from './webhooks/module.js';
+import { WebhookEventSchema } from './webhooks/payloads.js';
+import { webhookDeliveryDocs } from './webhooks/routes.js';
 import type { ResolveHost } from './webhooks/send.js';
 import { WebhookService } from './webhooks/service.js';
 import { WebhookStore } from './webhooks/store.js';
@@ -170,7 +173,7 @@ export function createSandbox({
   const modules: SandboxModule[] = [
     accountsModule({ accounts, rateLimiter, adminToken: config.adminToken, resetAccount }),
     clockModule({ clock, scheduler }),
-    eventsModule({ db, events }),
+    eventsModule({ db, events, envelope: WebhookEventSchema }),
     scenariosModule({ scenarios: catalog }),
     ratesModule(),
     shipmentsModule({ shipments, store: shipmentStore }),
@@ -205,7 +208,7 @@ export function createSandbox({
   // Checked once: a middleware that only decides not to log still costs every request a step.
   if (logger.isLevelEnabled('debug')) app.use('*', logRequests(logger));
 
-  app.get('/healthz', (c) => c.json({ status: 'ok' }));
+  app.openapi(HEALTH_ROUTE, (c) => c.json({ status: 'ok' as const }, 200));
 
   const auth = authenticate((key) => accounts.resolveKey(key));
   // Mounted only in strict mode: every middleware is a step of every request.
@@ -233,22 +236,33 @@ export function createSandbox({
     for (const [path, router] of Object.entries(module.mounts ?? {})) app.route(path, router);
   }
 
-  app.openAPIRegistry.registerComponent('securitySchemes', 'bearerAuth', {
-    type: 'http',
-    scheme: 'bearer',
-    description: 'A test key: `Authorization: Bearer svc_test_…`',
-  });
-  app.doc31('/openapi.json', (c) => ({
-    openapi: '3.1.0',
+  serveOpenApiDocument(app, {
+    apiPrefix: API_VERSION_PREFIX,
     info: {
       title: 'Shipping Sandbox',
       version: '1.0.0',
       description:
-        'A high-fidelity sandbox of the shipping API. `/v1` is the API of the specification; `/_sandbox` holds the ' +
-        "sandbox's own controls (accounts, clock, events).",
+        'A high-fidelity sandbox of the shipping API. The API of the specification is at `servers` (`…/v1`), ' +
+        "its paths written relative to it; `/_sandbox` holds the sandbox's own controls (accounts, clock, " +
+        'events, faults), `/cdn` serves pre-signed label URLs. Every error is `{"error": {"code", "message", ' +
+        '"field"?}}`; each response names the codes it can carry. A request refused before it reaches a ' +
+        "route (by Node's HTTP parser) gets `400 invalid_request`, `408 request_timeout`, " +
+        '`417 expectation_failed` or `431 headers_too_large`.',
     },
-    servers: [{ url: new URL(c.req.url).origin }],
-  }));
+    tags: [
+      { name: 'Shipments', description: 'Create, rate, list and cancel shipments' },
+      { name: 'Labels', description: 'Generate, download and void labels' },
+      { name: 'Rates', description: "Compare carriers' rates" },
+      { name: 'Tracking', description: 'Track parcels by tracking number' },
+      { name: 'Webhooks', description: 'Register webhooks; the deliveries themselves are under `webhooks`' },
+      { name: 'CDN', description: 'Pre-signed label URLs, which need no key' },
+      {
+        name: 'Sandbox controls',
+        description: "The sandbox's own controls: accounts, keys, the clock, events, faults, tracking levers",
+      },
+    ],
+    webhooks: webhookDeliveryDocs(),
+  });
   app.get('/docs', Scalar({ url: '/openapi.json', pageTitle: 'Shipping Sandbox API' }));
 
   return {

@@ -83,6 +83,9 @@ describe('the import rules', () => {
       'src/http/auth.ts': "import { c } from '../config.js';\nexport const h = c;\n",
       'src/config.ts': "import { w } from './wiring.js';\nexport const c = w;\n",
       'src/wiring.ts': 'export const w = 1;\n',
+      'src/client/index.ts':
+        "import { Hono } from 'hono';\nimport { signatureHeader } from '../webhooks/signature.js';\nexport const c = [Hono, signatureHeader];\n",
+      'src/webhooks/signature.ts': 'export const signatureHeader = 1;\n',
       'tsconfig.json': '{"compilerOptions":{"module":"NodeNext","moduleResolution":"NodeNext"}}\n',
       'package.json': '{"type":"module"}\n',
     });
@@ -99,7 +102,16 @@ describe('the import rules', () => {
       'no-circular',
       'nothing-imports-the-wiring',
       'only-the-wiring-reads-the-config',
+      'the-client-stands-alone',
     ]);
+    expect(violations(result)).toContain(
+      'the-client-stands-alone: src/client/index.ts -> src/webhooks/signature.ts',
+    );
+    expect(
+      violations(result).some((v) =>
+        /^the-client-stands-alone: src\/client\/index.ts -> .*node_modules\/hono\//.test(v),
+      ),
+    ).toBe(true);
     expect(violations(result)).toContain('core-is-the-ground: src/core/ids.ts -> src/shipments/store.ts');
     expect(
       violations(result).some((v) =>

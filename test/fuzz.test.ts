@@ -135,7 +135,7 @@ describe('the fuzzing pass (npm run fuzz)', () => {
 
   it('generates request bodies that conform to the document when asked for valid ones', () => {
     for (const op of document.operations().filter((o) => o.body)) {
-      const pointer = `#/paths/${op.path.replaceAll('~', '~0').replaceAll('/', '~1')}/${op.method.toLowerCase()}/requestBody/content/application~1json/schema`;
+      const pointer = `#/paths/${op.documentPath.replaceAll('~', '~0').replaceAll('/', '~1')}/${op.method.toLowerCase()}/requestBody/content/application~1json/schema`;
       const arbitrary = arbitraryOf(op.body as JsonSchema, {
         resolve: (ref) => document.resolve(ref),
         hint: () => undefined,

@@ -51,12 +51,30 @@ const ERROR_RESPONSE: DocumentedResponse = {
   jsonSchemaPointer: ERROR_SCHEMA_POINTER,
 };
 
+/**
+ * An answer that says the request reached no route at all: a hostile id (empty, `..`) made its path
+ * another one. It is the contract's, not the operation's, so it is judged by the whole `Error` schema
+ * rather than by the codes the operation lists for that status.
+ */
+function reachedNoRoute(answer: Answer): boolean {
+  if (answer.status !== 404 && answer.status !== 405) return false;
+  try {
+    const code = (JSON.parse(answer.text) as { error?: { code?: unknown } }).error?.code;
+    return code === 'route_not_found' || code === 'method_not_allowed';
+  } catch {
+    return false;
+  }
+}
+
 /** Checks one answer against what the document says the operation answers. */
 export function checkAnswer(document: ApiDocument, operation: Operation, answer: Answer): Problem[] {
   if (answer.status >= 500)
     return [{ kind: 'server_error', detail: `${answer.status} ${excerpt(answer.text)}` }];
 
-  const documented = operation.documented ? operation.responses.get(String(answer.status)) : undefined;
+  const documented =
+    operation.documented && !reachedNoRoute(answer)
+      ? operation.responses.get(String(answer.status))
+      : undefined;
   const allowed = operation.documented ? CONTRACT_WIDE_STATUSES : WRONG_METHOD_STATUSES;
   const expected = documented ?? (allowed.has(answer.status) ? ERROR_RESPONSE : undefined);
   if (!expected) {

@@ -22,8 +22,10 @@ export interface Operation {
   /** `POST /v1/shipments`, as the summary and the known findings name it. */
   key: string;
   method: string;
-  /** The document's path template: `/v1/shipments/{id}`. */
+  /** The path template as the server sees it, its server's path first: `/v1/shipments/{id}`. */
   path: string;
+  /** The template as the document writes it, relative to its server: `/shipments/{id}`. */
+  documentPath: string;
   pathParams: Parameter[];
   queryParams: Parameter[];
   /** The request body's schema, when the operation takes one. */
@@ -73,15 +75,17 @@ export class ApiDocument {
     const paths = (this.raw.paths ?? {}) as Record<string, Record<string, JsonSchema>>;
     const documented: Operation[] = [];
     const undocumented: Operation[] = [];
-    for (const [path, item] of Object.entries(paths)) {
+    for (const [documentPath, item] of Object.entries(paths)) {
+      const path = `${this.serverPathOf(item)}${documentPath}`;
       for (const method of METHODS) {
         const operation = item[method];
-        if (operation) documented.push(this.operation(path, method, operation));
+        if (operation) documented.push(this.operation(path, documentPath, method, operation));
         else
           undocumented.push({
             key: `${method.toUpperCase()} ${path}`,
             method: method.toUpperCase(),
             path,
+            documentPath,
             pathParams: this.pathParamsOf(path, []),
             queryParams: [],
             responses: new Map(),
@@ -116,7 +120,17 @@ export class ApiDocument {
     return validator(value) ? null : [...(validator.errors ?? [])];
   }
 
-  private operation(path: string, method: string, operation: JsonSchema): Operation {
+  /**
+   * The path of the server a path item is relative to (`/v1`, or `` for the bare origin): its own
+   * `servers`, or the document's. Only the path counts: requests go to the origin the fuzzer was given.
+   */
+  private serverPathOf(item: JsonSchema): string {
+    const servers = (item.servers ?? this.raw.servers ?? []) as { url?: string }[];
+    const url = servers[0]?.url ?? '/';
+    return new URL(url, 'http://sandbox.invalid').pathname.replace(/\/+$/, '');
+  }
+
+  private operation(path: string, documentPath: string, method: string, operation: JsonSchema): Operation {
     const parameters = ((operation.parameters ?? []) as JsonSchema[]).map(
       (p): Parameter => ({
         name: String(p.name),
@@ -131,7 +145,7 @@ export class ApiDocument {
     const body = requestBody?.content?.['application/json']?.schema;
 
     const responses = new Map<string, DocumentedResponse>();
-    const base = `#/paths/${pointerSegment(path)}/${method}/responses`;
+    const base = `#/paths/${pointerSegment(documentPath)}/${method}/responses`;
     for (const [status, response] of Object.entries(
       (operation.responses ?? {}) as Record<string, JsonSchema>,
     )) {
@@ -149,6 +163,7 @@ export class ApiDocument {
       key: `${method.toUpperCase()} ${path}`,
       method: method.toUpperCase(),
       path,
+      documentPath,
       pathParams: this.pathParamsOf(
         path,
         parameters.filter((p) => p.in === 'path'),

@@ -4,11 +4,13 @@ import { requireAdminToken, requireFullKey, requireScope } from '../http/auth.js
 import { requireJsonObjectBody } from '../http/body.js';
 import {
   BEARER_SECURITY,
+  controlErrors,
   createRouter,
-  errorResponses,
+  ErrorCodes,
   idParam,
   jsonBody,
   jsonResponse,
+  openErrors,
 } from '../http/router.js';
 import {
   AccountCreatedSchema,
@@ -24,8 +26,6 @@ import type { AccountService } from './service.js';
 
 const security = BEARER_SECURITY;
 const tags = ['Sandbox controls'];
-const ACCOUNT_ERRORS = [400, 401, 403, 500] as const;
-const KEY_ERRORS = [400, 401, 403, 404, 422, 500] as const;
 
 /** `POST /_sandbox/accounts`: open, unless the server has an admin token. */
 export function accountCreationRoutes(accounts: AccountService, adminToken: string | undefined) {
@@ -34,8 +34,12 @@ export function accountCreationRoutes(accounts: AccountService, adminToken: stri
     createRoute({
       method: 'post',
       path: '/accounts',
+      operationId: 'createAccount',
       tags,
       summary: 'Create an isolated account with an all-scopes test key',
+      description:
+        'Open, unless the sandbox runs with `--admin-token`: then it takes that token as a Bearer token ' +
+        '(`401 missing_api_key` / `invalid_api_key` without it).',
       // No API key: open, or the server's admin token as a Bearer token when it has one.
       security: [],
       // Mounted ahead of the key check: it checks the admin token, then the body, itself.
@@ -43,7 +47,13 @@ export function accountCreationRoutes(accounts: AccountService, adminToken: stri
       request: { body: jsonBody(CreateAccountSchema) },
       responses: {
         201: jsonResponse(AccountCreatedSchema, 'The account and its key'),
-        ...errorResponses(400, 422, 500),
+        ...openErrors(
+          ...ErrorCodes.body,
+          ...ErrorCodes.validation,
+          'missing_api_key',
+          'invalid_api_key',
+          ...ErrorCodes.write,
+        ),
       },
     }),
     (c) => {
@@ -71,11 +81,12 @@ export function accountControlRoutes(accounts: AccountService, resetAccount: (ac
     createRoute({
       method: 'get',
       path: '/account',
+      operationId: 'getAccount',
       tags,
       summary: 'The account of the calling key',
       security,
       middleware: [requireScope('shipments:read')] as const,
-      responses: { 200: jsonResponse(AccountSchema, 'The account'), ...errorResponses(...ACCOUNT_ERRORS) },
+      responses: { 200: jsonResponse(AccountSchema, 'The account'), ...controlErrors() },
     }),
     (c) => c.json(accounts.present(accounts.get(c.get('caller').accountId)), 200),
   );
@@ -84,14 +95,15 @@ export function accountControlRoutes(accounts: AccountService, resetAccount: (ac
     createRoute({
       method: 'post',
       path: '/account',
+      operationId: 'updateAccount',
       tags,
-      summary: "Change the account's plan or default scenario",
+      summary: "Change the account's plan, default scenario, webhook retries or rate limiting",
       security,
       middleware: [requireFullKey] as const,
       request: { body: jsonBody(AccountSettingsSchema) },
       responses: {
         200: jsonResponse(AccountSchema, 'The account'),
-        ...errorResponses(...ACCOUNT_ERRORS, 422),
+        ...controlErrors(...ErrorCodes.body, ...ErrorCodes.validation, ...ErrorCodes.write),
       },
     }),
     (c) =>
@@ -102,6 +114,7 @@ export function accountControlRoutes(accounts: AccountService, resetAccount: (ac
     createRoute({
       method: 'post',
       path: '/keys',
+      operationId: 'createKey',
       tags,
       summary: 'Create an API key; its value is shown once',
       security,
@@ -109,7 +122,7 @@ export function accountControlRoutes(accounts: AccountService, resetAccount: (ac
       request: { body: jsonBody(CreateKeySchema) },
       responses: {
         201: jsonResponse(CreatedKeySchema, 'The key and its value'),
-        ...errorResponses(...KEY_ERRORS),
+        ...controlErrors(...ErrorCodes.body, ...ErrorCodes.validation, ...ErrorCodes.write),
       },
     }),
     (c) => c.json(accounts.createKey(c.get('caller'), c.req.valid('json')), 201),
@@ -119,11 +132,12 @@ export function accountControlRoutes(accounts: AccountService, resetAccount: (ac
     createRoute({
       method: 'get',
       path: '/keys',
+      operationId: 'listKeys',
       tags,
       summary: "The account's keys, newest first (the last four characters only)",
       security,
       middleware: [requireScope('shipments:read')] as const,
-      responses: { 200: jsonResponse(KeyListSchema, 'Keys'), ...errorResponses(...KEY_ERRORS) },
+      responses: { 200: jsonResponse(KeyListSchema, 'Keys'), ...controlErrors() },
     }),
     (c) =>
       c.json({ data: accounts.keys(c.get('caller').accountId).map((key) => accounts.presentKey(key)) }, 200),
@@ -133,11 +147,15 @@ export function accountControlRoutes(accounts: AccountService, resetAccount: (ac
     createRoute({
       method: 'delete',
       path: '/keys/{id}',
+      operationId: 'revokeKey',
       tags,
-      summary: 'Revoke a key, at once',
+      summary: 'Revoke a key, at once (a full key revokes any key of the account; any key revokes itself)',
       security,
       request: { params: idParam() },
-      responses: { 200: jsonResponse(RevokedKeySchema, 'Revoked'), ...errorResponses(...KEY_ERRORS) },
+      responses: {
+        200: jsonResponse(RevokedKeySchema, 'Revoked'),
+        ...controlErrors(...ErrorCodes.lookup, ...ErrorCodes.write),
+      },
     }),
     (c) => c.json(accounts.revokeKey(c.get('caller'), c.req.valid('param').id), 200),
   );
@@ -146,13 +164,14 @@ export function accountControlRoutes(accounts: AccountService, resetAccount: (ac
     createRoute({
       method: 'post',
       path: '/reset',
+      operationId: 'resetAccount',
       tags,
       summary: "Remove the account's data and reset its clock; keys and settings stay",
       security,
       middleware: [requireFullKey] as const,
       responses: {
-        200: jsonResponse(z.object({ reset: z.literal(true) }), 'Reset'),
-        ...errorResponses(...KEY_ERRORS),
+        200: jsonResponse(z.object({ reset: z.literal(true) }).openapi('ResetDone'), 'Reset'),
+        ...controlErrors(...ErrorCodes.body, ...ErrorCodes.write),
       },
     }),
     (c) => {

@@ -83,7 +83,7 @@ export const KeySchema = z
   })
   .openapi('ApiKey');
 
-export const KeyListSchema = z.object({ data: z.array(KeySchema) });
+export const KeyListSchema = z.object({ data: z.array(KeySchema) }).openapi('ApiKeyList');
 
 export const CreatedKeySchema = z
   .object({
@@ -95,7 +95,9 @@ export const CreatedKeySchema = z
   })
   .openapi('CreatedKey');
 
-export const RevokedKeySchema = z.object({ id: z.string(), revoked_at: TimestampSchema });
+export const RevokedKeySchema = z
+  .object({ id: z.string(), revoked_at: TimestampSchema })
+  .openapi('RevokedKey');
 
 export type CreateAccountInput = z.infer<typeof CreateAccountSchema>;
 export type AccountSettingsInput = z.infer<typeof AccountSettingsSchema>;

@@ -1,13 +1,19 @@
 import { createRoute } from '@hono/zod-openapi';
 import { ApiError } from '../core/errors.js';
 import { requireScope } from '../http/auth.js';
-import { BEARER_SECURITY, createRouter, errorResponses, jsonBody, jsonResponse } from '../http/router.js';
+import {
+  BEARER_SECURITY,
+  controlErrors,
+  createRouter,
+  ErrorCodes,
+  jsonBody,
+  jsonResponse,
+} from '../http/router.js';
 import { AdvanceClockSchema, AdvancedClockSchema, ClockSchema, ClockSettingsSchema } from './schema.js';
 import type { ClockService } from './service.js';
 
 const security = BEARER_SECURITY;
 const tags = ['Sandbox controls'];
-const ERRORS = [400, 401, 403, 500] as const;
 
 export function clockRoutes(clock: ClockService) {
   const router = createRouter();
@@ -16,11 +22,12 @@ export function clockRoutes(clock: ClockService) {
     createRoute({
       method: 'get',
       path: '/clock',
+      operationId: 'getClock',
       tags,
       summary: "Read the account's clock",
       security,
       middleware: [requireScope('shipments:read')] as const,
-      responses: { 200: jsonResponse(ClockSchema, 'The clock'), ...errorResponses(...ERRORS) },
+      responses: { 200: jsonResponse(ClockSchema, 'The clock'), ...controlErrors() },
     }),
     (c) => c.json(clock.read(c.get('caller').accountId), 200),
   );
@@ -29,12 +36,16 @@ export function clockRoutes(clock: ClockService) {
     createRoute({
       method: 'post',
       path: '/clock',
+      operationId: 'setClock',
       tags,
       summary: 'Set the clock speed, freeze or unfreeze it',
       security,
       middleware: [requireScope('shipments:write')] as const,
       request: { body: jsonBody(ClockSettingsSchema) },
-      responses: { 200: jsonResponse(ClockSchema, 'The clock'), ...errorResponses(...ERRORS, 422) },
+      responses: {
+        200: jsonResponse(ClockSchema, 'The clock'),
+        ...controlErrors(...ErrorCodes.body, ...ErrorCodes.validation, ...ErrorCodes.write),
+      },
     }),
     (c) => c.json(clock.set(c.get('caller').accountId, c.req.valid('json')), 200),
   );
@@ -43,6 +54,7 @@ export function clockRoutes(clock: ClockService) {
     createRoute({
       method: 'post',
       path: '/clock/advance',
+      operationId: 'advanceClock',
       tags,
       summary: 'Move the clock forward and run everything that falls due',
       security,
@@ -50,7 +62,13 @@ export function clockRoutes(clock: ClockService) {
       request: { body: jsonBody(AdvanceClockSchema) },
       responses: {
         200: jsonResponse(AdvancedClockSchema, 'The clock, and what ran'),
-        ...errorResponses(...ERRORS, 422),
+        // `invalid_parameter`: a `to` before the clock's present (the clock never moves backwards).
+        ...controlErrors(
+          ...ErrorCodes.body,
+          'invalid_parameter',
+          ...ErrorCodes.validation,
+          ...ErrorCodes.write,
+        ),
       },
     }),
     async (c) => {

@@ -1,8 +1,10 @@
 import { z } from 'zod';
+import { ERROR_CODE_NAMES, ERROR_CODES } from './error-codes.js';
 
 /**
- * Schemas every resource shares: timestamps, money and the error body. Plain zod: `meta` carries what
- * the OpenAPI document shows (`id` names a component), so the core needs no HTTP framework.
+ * Schemas every resource shares: timestamps, money, the error body and the `limit` parameter. Plain
+ * zod: `meta` carries what the OpenAPI document shows (`id` names a component), so the core needs no
+ * HTTP framework.
  */
 export const TimestampSchema = z.string().meta({ example: '2026-11-22T08:23:14Z', format: 'date-time' });
 
@@ -13,12 +15,47 @@ export const MoneySchema = z
   })
   .meta({ id: 'Money' });
 
+export const ErrorCodeSchema = z.enum(ERROR_CODE_NAMES).meta({
+  id: 'ErrorCode',
+  description: `Every code the sandbox answers with:\n\n${ERROR_CODE_NAMES.map(
+    (code) => `- \`${code}\` (${ERROR_CODES[code].status ?? '4xx'}): ${ERROR_CODES[code].when}`,
+  ).join('\n')}`,
+  example: 'invalid_address',
+});
+
 export const ErrorSchema = z
   .object({
     error: z.object({
-      code: z.string().meta({ example: 'invalid_address' }),
-      message: z.string(),
-      field: z.string().optional().meta({ example: 'to.zip' }),
+      code: ErrorCodeSchema,
+      message: z.string().meta({ description: 'for people: what went wrong and what to do' }),
+      field: z
+        .string()
+        .optional()
+        .meta({ example: 'to.zip', description: 'the one field to blame, as a dotted path' }),
     }),
   })
   .meta({ id: 'Error' });
+
+/** How many items a list gives when `limit` is absent, and at most. */
+export interface LimitBounds {
+  default: number;
+  max: number;
+}
+
+/**
+ * The `limit` query parameter, described as the whole number it must be. It is read as text: the
+ * route's `parseLimit` refuses anything else with the contract's own message (`400 invalid_parameter`).
+ */
+export const limitParam = (bounds: LimitBounds) =>
+  z
+    .string()
+    .optional()
+    .meta({
+      param: { name: 'limit', in: 'query' },
+      type: 'integer',
+      minimum: 1,
+      maximum: bounds.max,
+      default: bounds.default,
+      example: bounds.default,
+      description: `how many items, from 1 to ${bounds.max}`,
+    });

@@ -1,4 +1,4 @@
-import { createRoute } from '@hono/zod-openapi';
+import { createRoute, z } from '@hono/zod-openapi';
 import { invalidParameter } from '../core/errors.js';
 import { toJsonText } from '../core/json.js';
 import { parseLimit } from '../core/paging.js';
@@ -6,41 +6,46 @@ import { type Db, transaction } from '../db/database.js';
 import { requireScope } from '../http/auth.js';
 import {
   BEARER_SECURITY,
-  COMMON_ERRORS,
+  controlErrors,
   createRouter,
-  errorResponses,
+  ErrorCodes,
   jsonBody,
   jsonResponse,
   sendJsonText,
 } from '../http/router.js';
 import { sampleEventData } from './sample-events.js';
-import { EVENT_TYPES, EventListQuerySchema, EventListSchema, EventSchema, TriggerSchema } from './schema.js';
+import { EVENT_LIST_LIMIT, EVENT_TYPES, EventListQuerySchema, EventSchema, TriggerSchema } from './schema.js';
 import type { EventStore } from './store.js';
 
 const security = BEARER_SECURITY;
 const tags = ['Sandbox controls'];
 
-/** The account's event log, and test events fired on demand. */
-export function eventRoutes(db: Db, events: EventStore) {
+/**
+ * The account's event log, and test events fired on demand. `envelope` describes an event in the
+ * document: by default any envelope; the wiring gives the union of the seven, each with its `data`.
+ */
+export function eventRoutes(db: Db, events: EventStore, envelope: z.ZodType = EventSchema) {
   const router = createRouter();
+  const EventListSchema = z.object({ data: z.array(envelope) }).openapi('EventList');
 
   router.openapi(
     createRoute({
       method: 'get',
       path: '/events',
+      operationId: 'listEvents',
       tags,
       summary: "The account's events, newest first",
       security,
       middleware: [requireScope('shipments:read')] as const,
       request: { query: EventListQuerySchema },
-      responses: { 200: jsonResponse(EventListSchema, 'Events'), ...errorResponses(...COMMON_ERRORS) },
+      responses: { 200: jsonResponse(EventListSchema, 'Events'), ...controlErrors(...ErrorCodes.query) },
     }),
     (c) => {
       const { event, limit } = c.req.valid('query');
       if (event !== undefined && !(EVENT_TYPES as readonly string[]).includes(event)) {
         throw invalidParameter('event', `'event' must be one of ${EVENT_TYPES.join(', ')}.`);
       }
-      const take = parseLimit(limit, { default: 100, max: 1000 });
+      const take = parseLimit(limit, EVENT_LIST_LIMIT);
       return sendJsonText(c, events.listText(c.get('caller').accountId, { type: event, limit: take }), 200);
     },
   );
@@ -49,14 +54,15 @@ export function eventRoutes(db: Db, events: EventStore) {
     createRoute({
       method: 'post',
       path: '/events/trigger',
+      operationId: 'triggerEvent',
       tags,
       summary: "Fire an event with sample data to the account's webhooks",
       security,
       middleware: [requireScope('shipments:write')] as const,
       request: { body: jsonBody(TriggerSchema) },
       responses: {
-        201: jsonResponse(EventSchema, 'The event envelope'),
-        ...errorResponses(400, 401, 403, 404, 422, 500),
+        201: jsonResponse(envelope, 'The event envelope'),
+        ...controlErrors(...ErrorCodes.body, ...ErrorCodes.validation, ...ErrorCodes.write),
       },
     }),
     (c) => {

@@ -1,5 +1,5 @@
 import { z } from '@hono/zod-openapi';
-import { TimestampSchema } from '../core/schemas.js';
+import { limitParam, TimestampSchema } from '../core/schemas.js';
 
 /** The event names of the specification. */
 export const EVENT_TYPES = [
@@ -21,22 +21,25 @@ export interface EventEnvelope {
   data: unknown;
 }
 
+/**
+ * Any envelope, its `data` left open. The wiring gives the event routes the webhooks module's union
+ * of the seven envelopes instead, which describes each event's `data`; this module sits below the
+ * resources whose schemas that needs.
+ */
 export const EventSchema = z
   .object({ id: z.string(), event: z.enum(EVENT_TYPES), created_at: TimestampSchema, data: z.unknown() })
   .openapi('Event');
 
+export const EVENT_LIST_LIMIT = { default: 100, max: 1000 };
+
 export const EventListQuerySchema = z.object({
+  // Read as text, so an unknown name gets the contract's own message (400 invalid_parameter).
   event: z
     .string()
     .optional()
-    .openapi({ param: { name: 'event', in: 'query' }, example: 'shipment.created' }),
-  limit: z
-    .string()
-    .optional()
-    .openapi({ param: { name: 'limit', in: 'query' }, example: '100' }),
+    .openapi({ param: { name: 'event', in: 'query' }, enum: [...EVENT_TYPES], example: 'shipment.created' }),
+  limit: limitParam(EVENT_LIST_LIMIT),
 });
-
-export const EventListSchema = z.object({ data: z.array(EventSchema) }).openapi('EventList');
 
 export const TriggerSchema = z
   .object({ event: z.enum(EVENT_TYPES).openapi({ example: 'tracking.delivered' }) })

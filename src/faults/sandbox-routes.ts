@@ -3,8 +3,9 @@ import { notFound } from '../core/errors.js';
 import { requireFullKey } from '../http/auth.js';
 import {
   BEARER_SECURITY,
+  controlErrors,
   createRouter,
-  errorResponses,
+  ErrorCodes,
   idParam,
   jsonBody,
   jsonResponse,
@@ -15,7 +16,6 @@ import type { FaultStore } from './store.js';
 
 const security = BEARER_SECURITY;
 const tags = ['Sandbox controls'];
-const ERRORS = [400, 401, 403, 404, 422, 500] as const;
 
 export function faultRoutes(faults: FaultStore) {
   const router = createRouter();
@@ -24,12 +24,16 @@ export function faultRoutes(faults: FaultStore) {
     createRoute({
       method: 'post',
       path: '/faults',
+      operationId: 'createFault',
       tags,
       summary: 'Inject a fault into matching API requests',
       security,
       middleware: [requireFullKey] as const,
       request: { body: jsonBody(CreateFaultSchema) },
-      responses: { 201: jsonResponse(FaultSchema, 'The rule'), ...errorResponses(...ERRORS) },
+      responses: {
+        201: jsonResponse(FaultSchema, 'The rule'),
+        ...controlErrors(...ErrorCodes.body, ...ErrorCodes.validation, ...ErrorCodes.write),
+      },
     }),
     (c) => c.json(presentFault(faults.insert(newFaultRule(c.get('caller'), c.req.valid('json')))), 201),
   );
@@ -38,13 +42,14 @@ export function faultRoutes(faults: FaultStore) {
     createRoute({
       method: 'get',
       path: '/faults',
+      operationId: 'listFaults',
       tags,
       summary: "The account's fault rules, newest first",
       security,
       middleware: [requireFullKey] as const,
       responses: {
-        200: jsonResponse(z.object({ data: z.array(FaultSchema) }), 'Rules'),
-        ...errorResponses(...ERRORS),
+        200: jsonResponse(z.object({ data: z.array(FaultSchema) }).openapi('FaultList'), 'Rules'),
+        ...controlErrors(),
       },
     }),
     (c) => c.json({ data: faults.list(c.get('caller').accountId).map(presentFault) }, 200),
@@ -54,6 +59,7 @@ export function faultRoutes(faults: FaultStore) {
     createRoute({
       method: 'delete',
       path: '/faults/{id}',
+      operationId: 'deleteFault',
       tags,
       summary: 'Remove a fault rule',
       security,
@@ -61,7 +67,7 @@ export function faultRoutes(faults: FaultStore) {
       request: { params: idParam() },
       responses: {
         200: jsonResponse(z.object({ id: z.string(), deleted: z.literal(true) }), 'Removed'),
-        ...errorResponses(...ERRORS),
+        ...controlErrors(...ErrorCodes.lookup, ...ErrorCodes.write),
       },
     }),
     (c) => {
@@ -75,13 +81,14 @@ export function faultRoutes(faults: FaultStore) {
     createRoute({
       method: 'delete',
       path: '/faults',
+      operationId: 'deleteAllFaults',
       tags,
       summary: 'Remove every fault rule of the account',
       security,
       middleware: [requireFullKey] as const,
       responses: {
         200: jsonResponse(z.object({ deleted: z.literal(true) }), 'Removed'),
-        ...errorResponses(...ERRORS),
+        ...controlErrors(...ErrorCodes.write),
       },
     }),
     (c) => {

@@ -1,23 +1,19 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { parseLimit } from '../core/paging.js';
-import { TimestampSchema } from '../core/schemas.js';
+import { limitParam, TimestampSchema } from '../core/schemas.js';
 import { requireScope } from '../http/auth.js';
-import { BEARER_SECURITY, createRouter, errorResponses, jsonResponse } from '../http/router.js';
+import { BEARER_SECURITY, controlErrors, createRouter, ErrorCodes, jsonResponse } from '../http/router.js';
 import type { RequestJournal } from './journal.js';
 
-const LimitQuery = z.object({
-  limit: z
-    .string()
-    .optional()
-    .openapi({ param: { name: 'limit', in: 'query' }, example: '100' }),
-});
+const LIMIT = { default: 100, max: 1000 };
+const LimitQuery = z.object({ limit: limitParam(LIMIT) });
 
 const RequestEntrySchema = z
   .object({
     method: z.string(),
     path: z.string(),
     query: z.string(),
-    status: z.number().openapi({ description: '0 when an injected fault dropped the connection' }),
+    status: z.number().int().openapi({ description: '0 when an injected fault dropped the connection' }),
     duration_ms: z.number(),
     at: TimestampSchema,
   })
@@ -29,18 +25,22 @@ export function journalRoutes(journal: RequestJournal) {
     createRoute({
       method: 'get',
       path: '/requests',
+      operationId: 'listRequests',
       tags: ['Sandbox controls'],
       summary: "The account's recent API requests, newest first",
       security: BEARER_SECURITY,
       middleware: [requireScope('shipments:read')] as const,
       request: { query: LimitQuery },
       responses: {
-        200: jsonResponse(z.object({ data: z.array(RequestEntrySchema) }), 'Requests'),
-        ...errorResponses(400, 401, 403, 404, 422, 500),
+        200: jsonResponse(
+          z.object({ data: z.array(RequestEntrySchema) }).openapi('JournalEntryList'),
+          'Requests',
+        ),
+        ...controlErrors(...ErrorCodes.query),
       },
     }),
     (c) => {
-      const limit = parseLimit(c.req.valid('query').limit, { default: 100, max: 1000 });
+      const limit = parseLimit(c.req.valid('query').limit, LIMIT);
       return c.json({ data: journal.recent(c.get('caller').accountId, limit) }, 200);
     },
   );

@@ -2,16 +2,18 @@ import { createRoute, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { requireScope } from '../http/auth.js';
 import {
+  apiErrors,
+  apiResponse,
   BEARER_SECURITY,
-  COMMON_ERRORS,
   createRouter,
-  errorResponses,
+  ErrorCodes,
+  fileResponse,
   idParam,
   jsonBody,
-  jsonResponse,
+  openErrors,
   sendJsonText,
 } from '../http/router.js';
-import type { RenderedLabel } from './render/index.js';
+import { LABEL_CONTENT_TYPES, type RenderedLabel } from './render/index.js';
 import { CreateLabelSchema, LabelSchema, VoidedLabelSchema } from './schema.js';
 import { type LabelService, labelFileName } from './service.js';
 import type { LabelRecord } from './store.js';
@@ -21,23 +23,25 @@ const FileParam = z.object({
   file: z.string().openapi({ param: { name: 'file', in: 'path' }, example: 'lbl_01JD….pdf' }),
 });
 const SignatureQuery = z.object({
+  // Read as text: the URL's signature covers it as it was written.
   expires: z
     .string()
     .optional()
-    .openapi({ param: { name: 'expires', in: 'query' } }),
+    .openapi({
+      param: { name: 'expires', in: 'query' },
+      type: 'integer',
+      description: 'when the URL expires, in Unix seconds',
+    }),
   signature: z
     .string()
     .optional()
-    .openapi({ param: { name: 'signature', in: 'query' } }),
+    .openapi({ param: { name: 'signature', in: 'query' }, description: 'hex HMAC of the URL' }),
 });
 const security = BEARER_SECURITY;
 const tags = ['Labels'];
-const binary = z.string().openapi({ format: 'binary' });
-const FILE_CONTENT = {
-  'application/pdf': { schema: binary },
-  'image/png': { schema: binary },
-  'application/zpl': { schema: binary },
-};
+const LABEL_MEDIA_TYPES = Object.values(LABEL_CONTENT_TYPES);
+const FILE_DESCRIPTION =
+  'The label file, in the format it was generated in (`Content-Disposition: attachment; filename="<label id>.<pdf|png|zpl>"`)';
 
 /** `{cdn_url}`: the configured origin, or this server's own as the client reached it. */
 type CdnBase = (c: Context) => string;
@@ -51,14 +55,22 @@ export function labelRoutes(labels: LabelService, cdnBase: CdnBase) {
     createRoute({
       method: 'post',
       path: '/labels',
+      operationId: 'createLabel',
       tags,
       summary: 'Generate a label for a shipment',
       security,
       middleware: [write] as const,
       request: { body: jsonBody(CreateLabelSchema) },
       responses: {
-        201: jsonResponse(LabelSchema, 'The label, with a pre-signed URL valid 7 days'),
-        ...errorResponses(...COMMON_ERRORS, 404, 422),
+        201: apiResponse(LabelSchema, 'The label, with a pre-signed URL valid 7 days'),
+        ...apiErrors(
+          ...ErrorCodes.body,
+          ...ErrorCodes.validation,
+          'not_found',
+          'label_already_exists',
+          'shipment_cancelled',
+          ...ErrorCodes.write,
+        ),
       },
     }),
     (c) => sendJsonText(c, labels.generate(c.get('caller'), c.req.valid('json'), cdnBase(c)), 201),
@@ -68,12 +80,13 @@ export function labelRoutes(labels: LabelService, cdnBase: CdnBase) {
     createRoute({
       method: 'get',
       path: '/labels/{id}',
+      operationId: 'getLabel',
       tags,
       summary: 'Get a label',
       security,
       middleware: [read] as const,
       request: { params: IdParam },
-      responses: { 200: jsonResponse(LabelSchema, 'The label'), ...errorResponses(...COMMON_ERRORS, 404) },
+      responses: { 200: apiResponse(LabelSchema, 'The label'), ...apiErrors(...ErrorCodes.lookup) },
     }),
     (c) => c.json(labels.present(labels.get(c.get('caller'), c.req.valid('param').id), cdnBase(c)), 200),
   );
@@ -82,14 +95,15 @@ export function labelRoutes(labels: LabelService, cdnBase: CdnBase) {
     createRoute({
       method: 'get',
       path: '/labels/{id}/download',
+      operationId: 'downloadLabel',
       tags,
       summary: 'Download the label file',
       security,
       middleware: [read] as const,
       request: { params: IdParam },
       responses: {
-        200: { description: 'The label file', content: FILE_CONTENT },
-        ...errorResponses(...COMMON_ERRORS, 404),
+        200: fileResponse(FILE_DESCRIPTION, LABEL_MEDIA_TYPES, true),
+        ...apiErrors(...ErrorCodes.lookup),
       },
     }),
     async (c) => {
@@ -103,14 +117,21 @@ export function labelRoutes(labels: LabelService, cdnBase: CdnBase) {
     createRoute({
       method: 'delete',
       path: '/labels/{id}',
+      operationId: 'voidLabel',
       tags,
       summary: 'Void a label and refund it',
       security,
       middleware: [write] as const,
       request: { params: IdParam },
       responses: {
-        200: jsonResponse(VoidedLabelSchema, 'The voided label and its refund'),
-        ...errorResponses(...COMMON_ERRORS, 404, 422),
+        200: apiResponse(VoidedLabelSchema, 'The voided label and its refund'),
+        ...apiErrors(
+          ...ErrorCodes.lookup,
+          'label_already_voided',
+          'void_window_expired',
+          'label_already_scanned',
+          ...ErrorCodes.write,
+        ),
       },
     }),
     (c) => sendJsonText(c, labels.void(c.get('caller'), c.req.valid('param').id), 200),
@@ -126,13 +147,14 @@ export function cdnRoutes(labels: LabelService) {
     createRoute({
       method: 'get',
       path: '/labels/{file}',
+      operationId: 'downloadLabelBySignedUrl',
       tags: ['CDN'],
       summary: 'Download a label through its pre-signed URL (no API key)',
       security: [],
       request: { params: FileParam, query: SignatureQuery },
       responses: {
-        200: { description: 'The label file', content: FILE_CONTENT },
-        ...errorResponses(403, 404, 500),
+        200: fileResponse(FILE_DESCRIPTION, LABEL_MEDIA_TYPES, false),
+        ...openErrors(...ErrorCodes.query, 'url_expired', 'invalid_signature', 'not_found'),
       },
     }),
     async (c) => {

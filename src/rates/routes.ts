@@ -2,12 +2,12 @@ import { createRoute } from '@hono/zod-openapi';
 import { checkAddress, verifyDestination } from '../addresses/verification.js';
 import { requireScope } from '../http/auth.js';
 import {
+  apiErrors,
+  apiResponse,
   BEARER_SECURITY,
-  COMMON_ERRORS,
   createRouter,
-  errorResponses,
+  ErrorCodes,
   jsonBody,
-  jsonResponse,
 } from '../http/router.js';
 import { quoteAll } from './pricing.js';
 import { RateListSchema, RatesRequestSchema } from './schema.js';
@@ -19,14 +19,16 @@ export function rateRoutes() {
     createRoute({
       method: 'post',
       path: '/rates',
+      operationId: 'compareRates',
       tags: ['Rates'],
       summary: 'Compare the rates of every carrier for a parcel, cheapest first',
       security: BEARER_SECURITY,
       middleware: [requireScope('rates:read')] as const,
       request: { body: jsonBody(RatesRequestSchema) },
       responses: {
-        200: jsonResponse(RateListSchema, 'Rates, cheapest first'),
-        ...errorResponses(...COMMON_ERRORS, 422),
+        200: apiResponse(RateListSchema, 'Rates, cheapest first'),
+        // Nothing is written: quoting is pure.
+        ...apiErrors(...ErrorCodes.body, ...ErrorCodes.validation, 'invalid_address'),
       },
     }),
     (c) => {

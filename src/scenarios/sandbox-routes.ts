@@ -1,6 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { requireScope } from '../http/auth.js';
-import { BEARER_SECURITY, createRouter, errorResponses, jsonResponse } from '../http/router.js';
+import { BEARER_SECURITY, controlErrors, createRouter, jsonResponse } from '../http/router.js';
 import type { ScenarioCatalog } from './catalog.js';
 import { TRACKING_STATUSES } from './vocabulary.js';
 
@@ -29,11 +29,12 @@ export function scenarioRoutes(scenarios: ScenarioCatalog) {
     createRoute({
       method: 'get',
       path: '/scenarios',
+      operationId: 'listScenarios',
       tags: ['Sandbox controls'],
       summary: 'The scenarios a label can play',
       security: BEARER_SECURITY,
       middleware: [requireScope('shipments:read')] as const,
-      responses: { 200: jsonResponse(ScenarioListSchema, 'Scenarios'), ...errorResponses(401, 403, 500) },
+      responses: { 200: jsonResponse(ScenarioListSchema, 'Scenarios'), ...controlErrors() },
     }),
     (c) =>
       c.json(

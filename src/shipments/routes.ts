@@ -1,13 +1,13 @@
 import { createRoute } from '@hono/zod-openapi';
 import { requireScope } from '../http/auth.js';
 import {
+  apiErrors,
+  apiResponse,
   BEARER_SECURITY,
-  COMMON_ERRORS,
   createRouter,
-  errorResponses,
+  ErrorCodes,
   idParam,
   jsonBody,
-  jsonResponse,
   sendJsonText,
 } from '../http/router.js';
 import {
@@ -32,14 +32,22 @@ export function shipmentRoutes(shipments: ShipmentService) {
     createRoute({
       method: 'post',
       path: '/shipments',
+      operationId: 'createShipment',
       tags: ['Shipments'],
       summary: 'Create a shipment and rate it',
       security,
       middleware: [write] as const,
       request: { body: jsonBody(CreateShipmentSchema) },
       responses: {
-        201: jsonResponse(ShipmentSchema, 'The shipment, in status created'),
-        ...errorResponses(...COMMON_ERRORS, 422),
+        201: apiResponse(ShipmentSchema, 'The shipment, in status created'),
+        ...apiErrors(
+          ...ErrorCodes.body,
+          ...ErrorCodes.validation,
+          'invalid_address',
+          'invalid_carrier',
+          'invalid_service',
+          ...ErrorCodes.write,
+        ),
       },
     }),
     (c) => sendJsonText(c, shipments.create(c.get('caller'), c.req.valid('json')), 201),
@@ -49,14 +57,15 @@ export function shipmentRoutes(shipments: ShipmentService) {
     createRoute({
       method: 'get',
       path: '/shipments',
+      operationId: 'listShipments',
       tags: ['Shipments'],
       summary: 'List shipments, newest first',
       security,
       middleware: [read] as const,
       request: { query: ListShipmentsQuerySchema },
       responses: {
-        200: jsonResponse(ShipmentListSchema, 'A page of shipments'),
-        ...errorResponses(...COMMON_ERRORS),
+        200: apiResponse(ShipmentListSchema, 'A page of shipments'),
+        ...apiErrors(...ErrorCodes.query),
       },
     }),
     (c) => c.json(shipments.list(c.get('caller'), c.req.query()), 200),
@@ -66,14 +75,15 @@ export function shipmentRoutes(shipments: ShipmentService) {
     createRoute({
       method: 'get',
       path: '/shipments/{id}',
+      operationId: 'getShipment',
       tags: ['Shipments'],
       summary: 'Get a shipment',
       security,
       middleware: [read] as const,
       request: { params: IdParam },
       responses: {
-        200: jsonResponse(ShipmentSchema, 'The shipment'),
-        ...errorResponses(...COMMON_ERRORS, 404),
+        200: apiResponse(ShipmentSchema, 'The shipment'),
+        ...apiErrors(...ErrorCodes.lookup),
       },
     }),
     (c) => c.json(presentShipment(shipments.get(c.get('caller'), c.req.valid('param').id)), 200),
@@ -83,14 +93,15 @@ export function shipmentRoutes(shipments: ShipmentService) {
     createRoute({
       method: 'delete',
       path: '/shipments/{id}',
+      operationId: 'cancelShipment',
       tags: ['Shipments'],
       summary: 'Cancel a shipment (voids its label, if any)',
       security,
       middleware: [write] as const,
       request: { params: IdParam },
       responses: {
-        200: jsonResponse(CancelledShipmentSchema, 'The cancelled shipment'),
-        ...errorResponses(...COMMON_ERRORS, 404, 422),
+        200: apiResponse(CancelledShipmentSchema, 'The cancelled shipment'),
+        ...apiErrors(...ErrorCodes.lookup, 'shipment_not_cancellable', ...ErrorCodes.write),
       },
     }),
     (c) => sendJsonText(c, shipments.cancel(c.get('caller'), c.req.valid('param').id), 200),

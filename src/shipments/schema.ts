@@ -1,6 +1,9 @@
 import { z } from '@hono/zod-openapi';
 import { AddressSchema, ParcelSchema } from '../addresses/schema.js';
-import { MoneySchema, TimestampSchema } from '../core/schemas.js';
+import { type LimitBounds, limitParam, MoneySchema, TimestampSchema } from '../core/schemas.js';
+
+/** A page of `GET /v1/shipments`: 20 shipments unless `limit` says otherwise, at most 100. */
+export const PAGE_SIZE = { default: 20, max: 100 } as const satisfies LimitBounds;
 
 /** The specification does not show a bound on `reference`; docs/behaviour.md lists it. */
 export const REFERENCE_MAX_LENGTH = 100;
@@ -58,14 +61,11 @@ export const CancelledShipmentSchema = z
   .openapi('CancelledShipment');
 
 export const ListShipmentsQuerySchema = z.object({
-  limit: z
-    .string()
-    .optional()
-    .openapi({ param: { name: 'limit', in: 'query' }, example: '20' }),
+  limit: limitParam(PAGE_SIZE),
   cursor: z
     .string()
     .optional()
-    .openapi({ param: { name: 'cursor', in: 'query' } }),
+    .openapi({ param: { name: 'cursor', in: 'query' }, description: "the previous page's `meta.cursor`" }),
   status: ShipmentStatusSchema.optional().openapi({ param: { name: 'status', in: 'query' } }),
   carrier: z
     .string()

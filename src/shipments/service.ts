@@ -8,10 +8,8 @@ import { type Db, transaction } from '../db/database.js';
 import type { EventStore } from '../events/store.js';
 import { findCarrier } from '../rates/carriers.js';
 import { chooseRate } from '../rates/pricing.js';
-import { type CreateShipmentInput, type Shipment, ShipmentStatusSchema } from './schema.js';
+import { type CreateShipmentInput, PAGE_SIZE, type Shipment, ShipmentStatusSchema } from './schema.js';
 import { presentShipment, type ShipmentRecord, type ShipmentStore } from './store.js';
-
-export const PAGE_SIZE = { default: 20, max: 100 } as const;
 
 export interface ListQuery {
   limit?: string | undefined;

@@ -1,12 +1,6 @@
 import { createRoute } from '@hono/zod-openapi';
 import { requireScope } from '../http/auth.js';
-import {
-  BEARER_SECURITY,
-  COMMON_ERRORS,
-  createRouter,
-  errorResponses,
-  jsonResponse,
-} from '../http/router.js';
+import { apiErrors, apiResponse, BEARER_SECURITY, createRouter, ErrorCodes } from '../http/router.js';
 import { TrackingNumberParam, TrackingSchema } from './schema.js';
 import type { TrackingService } from './service.js';
 
@@ -16,14 +10,15 @@ export function trackingRoutes(tracking: TrackingService) {
     createRoute({
       method: 'get',
       path: '/tracking/{tracking_number}',
+      operationId: 'getTracking',
       tags: ['Tracking'],
       summary: 'Track a parcel by its tracking number, whatever the carrier',
       security: BEARER_SECURITY,
       middleware: [requireScope('shipments:read')] as const,
       request: { params: TrackingNumberParam },
       responses: {
-        200: jsonResponse(TrackingSchema, 'The tracking record'),
-        ...errorResponses(...COMMON_ERRORS, 404),
+        200: apiResponse(TrackingSchema, 'The tracking record'),
+        ...apiErrors(...ErrorCodes.lookup),
       },
     }),
     (c) => c.json(tracking.get(c.get('caller'), c.req.valid('param').tracking_number), 200),

@@ -4,8 +4,9 @@ import { TimestampSchema } from '../core/schemas.js';
 import { requireScope } from '../http/auth.js';
 import {
   BEARER_SECURITY,
+  controlErrors,
   createRouter,
-  errorResponses,
+  ErrorCodes,
   idParam,
   jsonBody,
   jsonResponse,
@@ -15,7 +16,14 @@ import type { TrackingService } from './service.js';
 
 const security = BEARER_SECURITY;
 const tags = ['Sandbox controls'];
-const ERRORS = [400, 401, 403, 404, 422, 500] as const;
+/** Every lever looks its parcel up and changes its tracking, which a voided label or cancelled shipment refuses. */
+const LEVER_ERRORS = [
+  ...ErrorCodes.body,
+  ...ErrorCodes.validation,
+  ...ErrorCodes.lookup,
+  'no_active_label',
+  ...ErrorCodes.write,
+] as const;
 
 const ShipmentIdParam = idParam('shp_01JD…');
 
@@ -74,16 +82,18 @@ export function trackingControlRoutes(tracking: TrackingService) {
   const byShipment = (actor: Actor, id: string) => tracking.activeLabelOf(actor, id);
   const byNumber = (actor: Actor, n: string) => tracking.labelByTrackingNumber(actor, n);
 
-  for (const [prefix, params, find] of [
+  for (const [prefix, params, find, name] of [
     [
       '/shipments/{id}',
       ShipmentIdParam,
       (actor: Actor, p: Record<string, string>) => byShipment(actor, p.id ?? ''),
+      'Shipment',
     ],
     [
       '/tracking/{tracking_number}',
       TrackingNumberParam,
       (actor: Actor, p: Record<string, string>) => byNumber(actor, p.tracking_number ?? ''),
+      'TrackingNumber',
     ],
   ] as const) {
     const subject = prefix.startsWith('/shipments') ? 'a shipment' : 'a tracking number';
@@ -92,6 +102,7 @@ export function trackingControlRoutes(tracking: TrackingService) {
       createRoute({
         method: 'post',
         path: `${prefix}/scenario`,
+        operationId: `switchScenarioBy${name}`,
         tags,
         summary: `Play another scenario for ${subject}, from now`,
         security,
@@ -99,7 +110,7 @@ export function trackingControlRoutes(tracking: TrackingService) {
         request: { params, body: jsonBody(ScenarioRequestSchema) },
         responses: {
           200: jsonResponse(ScenarioStartedSchema, 'The planned steps'),
-          ...errorResponses(...ERRORS),
+          ...controlErrors(...LEVER_ERRORS),
         },
       }),
       (c) => {
@@ -113,12 +124,16 @@ export function trackingControlRoutes(tracking: TrackingService) {
       createRoute({
         method: 'post',
         path: `${prefix}/advance`,
+        operationId: `advanceTrackingBy${name}`,
         tags,
         summary: `Advance ${subject} to a tracking status, playing every step on the way`,
         security,
         middleware: [requireScope('shipments:write')] as const,
         request: { params, body: jsonBody(AdvanceRequestSchema) },
-        responses: { 200: jsonResponse(TrackingSchema, 'The tracking record'), ...errorResponses(...ERRORS) },
+        responses: {
+          200: jsonResponse(TrackingSchema, 'The tracking record'),
+          ...controlErrors(...LEVER_ERRORS, 'invalid_transition'),
+        },
       }),
       (c) => {
         const actor = c.get('caller');
@@ -131,12 +146,16 @@ export function trackingControlRoutes(tracking: TrackingService) {
       createRoute({
         method: 'post',
         path: `${prefix}/events`,
+        operationId: `addTrackingEventBy${name}`,
         tags,
         summary: `Append a custom tracking event to ${subject}`,
         security,
         middleware: [requireScope('shipments:write')] as const,
         request: { params, body: jsonBody(CustomEventSchema) },
-        responses: { 201: jsonResponse(TrackingSchema, 'The tracking record'), ...errorResponses(...ERRORS) },
+        responses: {
+          201: jsonResponse(TrackingSchema, 'The tracking record'),
+          ...controlErrors(...LEVER_ERRORS),
+        },
       }),
       (c) => {
         const actor = c.get('caller');

@@ -28,3 +28,15 @@ export const TrackingNumberParam = z.object({
     .string()
     .openapi({ param: { name: 'tracking_number', in: 'path' }, example: '9400100000000000000150' }),
 });
+
+/** The data of `tracking.delivered`, as the specification shows it: the delivery itself, no history. */
+export const TrackingDeliveredSchema = z
+  .object({
+    tracking_number: z.string().openapi({ example: '9400100000000000000150' }),
+    carrier: z.string().openapi({ example: 'usps' }),
+    status: z.literal('delivered'),
+    delivered_at: TimestampSchema,
+  })
+  .openapi('TrackingDelivered');
+
+export type TrackingDelivered = z.infer<typeof TrackingDeliveredSchema>;

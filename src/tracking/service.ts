@@ -13,6 +13,7 @@ import type { TrackingStatus } from '../scenarios/vocabulary.js';
 import type { Job, Scheduler } from '../scheduler/scheduler.js';
 import type { ShipmentRecord, ShipmentStore } from '../shipments/store.js';
 import { findMagicTrackingNumber, magicTimeline } from './magic-numbers.js';
+import type { TrackingDelivered } from './schema.js';
 import type { TrackingEventRecord, TrackingStore } from './store.js';
 import { estimatedDelivery, planTimeline, type TimelineStep } from './timeline.js';
 
@@ -189,7 +190,7 @@ export class TrackingService {
     const record = toJsonText(this.present(current));
     events.record(actor.accountId, 'tracking.updated', record, actor.now);
     if (event.status === 'delivered') {
-      const delivered = {
+      const delivered: TrackingDelivered = {
         tracking_number: label.trackingNumber,
         carrier: label.carrier,
         status: 'delivered',

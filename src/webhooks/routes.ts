@@ -1,14 +1,16 @@
-import { createRoute } from '@hono/zod-openapi';
+import { createRoute, type RouteConfig } from '@hono/zod-openapi';
+import { EVENT_TYPES } from '../events/schema.js';
 import { requireScope } from '../http/auth.js';
 import {
+  apiErrors,
+  apiResponse,
   BEARER_SECURITY,
-  COMMON_ERRORS,
   createRouter,
-  errorResponses,
+  ErrorCodes,
   idParam,
   jsonBody,
-  jsonResponse,
 } from '../http/router.js';
+import { DeliveryHeadersSchema, WEBHOOK_PAYLOADS } from './payloads.js';
 import {
   CreateWebhookSchema,
   DeletedWebhookSchema,
@@ -31,14 +33,15 @@ export function webhookRoutes(webhooks: WebhookService) {
     createRoute({
       method: 'post',
       path: '/webhooks',
+      operationId: 'createWebhook',
       tags,
       summary: 'Register a webhook',
       security,
       middleware: [write] as const,
       request: { body: jsonBody(CreateWebhookSchema) },
       responses: {
-        201: jsonResponse(WebhookSchema, 'The webhook'),
-        ...errorResponses(...COMMON_ERRORS, 422),
+        201: apiResponse(WebhookSchema, 'The webhook'),
+        ...apiErrors(...ErrorCodes.body, ...ErrorCodes.validation, ...ErrorCodes.write),
       },
     }),
     (c) => c.json(presentWebhook(webhooks.create(c.get('caller'), c.req.valid('json'))), 201),
@@ -48,11 +51,12 @@ export function webhookRoutes(webhooks: WebhookService) {
     createRoute({
       method: 'get',
       path: '/webhooks',
+      operationId: 'listWebhooks',
       tags,
       summary: "The account's webhooks, newest first",
       security,
       middleware: [read] as const,
-      responses: { 200: jsonResponse(WebhookListSchema, 'Webhooks'), ...errorResponses(...COMMON_ERRORS) },
+      responses: { 200: apiResponse(WebhookListSchema, 'Webhooks'), ...apiErrors() },
     }),
     (c) => c.json({ data: webhooks.list(c.get('caller')).map(presentWebhook) }, 200),
   );
@@ -61,14 +65,15 @@ export function webhookRoutes(webhooks: WebhookService) {
     createRoute({
       method: 'get',
       path: '/webhooks/{id}',
+      operationId: 'getWebhook',
       tags,
       summary: 'Get a webhook',
       security,
       middleware: [read] as const,
       request: { params: IdParam },
       responses: {
-        200: jsonResponse(WebhookSchema, 'The webhook'),
-        ...errorResponses(...COMMON_ERRORS, 404),
+        200: apiResponse(WebhookSchema, 'The webhook'),
+        ...apiErrors(...ErrorCodes.lookup),
       },
     }),
     (c) => c.json(presentWebhook(webhooks.get(c.get('caller'), c.req.valid('param').id)), 200),
@@ -78,14 +83,15 @@ export function webhookRoutes(webhooks: WebhookService) {
     createRoute({
       method: 'patch',
       path: '/webhooks/{id}',
+      operationId: 'updateWebhook',
       tags,
       summary: 'Change a webhook, or set a failed one active again',
       security,
       middleware: [write] as const,
       request: { params: IdParam, body: jsonBody(UpdateWebhookSchema) },
       responses: {
-        200: jsonResponse(WebhookSchema, 'The webhook'),
-        ...errorResponses(...COMMON_ERRORS, 404, 422),
+        200: apiResponse(WebhookSchema, 'The webhook'),
+        ...apiErrors(...ErrorCodes.body, ...ErrorCodes.validation, ...ErrorCodes.lookup, ...ErrorCodes.write),
       },
     }),
     (c) =>
@@ -99,18 +105,50 @@ export function webhookRoutes(webhooks: WebhookService) {
     createRoute({
       method: 'delete',
       path: '/webhooks/{id}',
+      operationId: 'deleteWebhook',
       tags,
       summary: 'Delete a webhook',
       security,
       middleware: [write] as const,
       request: { params: IdParam },
       responses: {
-        200: jsonResponse(DeletedWebhookSchema, 'Deleted'),
-        ...errorResponses(...COMMON_ERRORS, 404),
+        200: apiResponse(DeletedWebhookSchema, 'Deleted'),
+        ...apiErrors(...ErrorCodes.lookup, ...ErrorCodes.write),
       },
     }),
     (c) => c.json(webhooks.delete(c.get('caller'), c.req.valid('param').id), 200),
   );
 
   return router;
+}
+
+/** `shipment.created` → `shipmentCreated`: each delivery's operationId. */
+const camelCase = (event: string) => event.replace(/\.(\w)/g, (_, letter: string) => letter.toUpperCase());
+
+/**
+ * The seven deliveries, for the OpenAPI document's `webhooks` section: what the sandbox POSTs to a
+ * receiver for each event, and what it makes of the answer.
+ */
+export function webhookDeliveryDocs(): RouteConfig[] {
+  return EVENT_TYPES.map((event) => ({
+    method: 'post',
+    path: event,
+    operationId: camelCase(event),
+    tags,
+    summary: `The \`${event}\` delivery`,
+    description:
+      'POSTed to every active webhook subscribed to the event, as `application/json`. Retries (1 min, ' +
+      '5 min, 30 min, 2 h, 8 h on the account clock unless the account sets its own) send the same bytes.',
+    request: {
+      headers: DeliveryHeadersSchema,
+      body: { required: true, content: { 'application/json': { schema: WEBHOOK_PAYLOADS[event] } } },
+    },
+    responses: {
+      '2XX': {
+        description:
+          'Any 2xx acknowledges the delivery. Anything else, a redirect, a connection error or no answer ' +
+          'within the timeout (10 s unless configured) fails the try and schedules the next.',
+      },
+    },
+  }));
 }

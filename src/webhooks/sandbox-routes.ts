@@ -1,10 +1,17 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { ApiError } from '../core/errors.js';
 import { parseLimit } from '../core/paging.js';
-import { TimestampSchema } from '../core/schemas.js';
+import { limitParam, TimestampSchema } from '../core/schemas.js';
 import { formatTimestamp } from '../core/time.js';
 import { requireScope } from '../http/auth.js';
-import { BEARER_SECURITY, createRouter, errorResponses, idParam, jsonResponse } from '../http/router.js';
+import {
+  BEARER_SECURITY,
+  controlErrors,
+  createRouter,
+  ErrorCodes,
+  idParam,
+  jsonResponse,
+} from '../http/router.js';
 import type { WebhookDelivery } from './delivery.js';
 import { AttemptListSchema, AttemptSchema } from './schema.js';
 import { presentAttempt, type WebhookService } from './service.js';
@@ -12,13 +19,8 @@ import type { WebhookStore } from './store.js';
 
 const security = BEARER_SECURITY;
 const tags = ['Sandbox controls'];
-const ERRORS = [400, 401, 403, 404, 422, 500] as const;
-const LimitQuery = z.object({
-  limit: z
-    .string()
-    .optional()
-    .openapi({ param: { name: 'limit', in: 'query' }, example: '100' }),
-});
+const LIMIT = { default: 100, max: 1000 };
+const LimitQuery = z.object({ limit: limitParam(LIMIT) });
 
 const EmailListSchema = z
   .object({
@@ -46,16 +48,20 @@ export function webhookControlRoutes(
     createRoute({
       method: 'get',
       path: '/webhooks/{id}/deliveries',
+      operationId: 'listDeliveries',
       tags,
       summary: 'Every delivery attempt of a webhook, newest first',
       security,
       middleware: [requireScope('shipments:read')] as const,
-      request: { params: idParam(), query: LimitQuery },
-      responses: { 200: jsonResponse(AttemptListSchema, 'Attempts'), ...errorResponses(...ERRORS) },
+      request: { params: idParam('wh_01JD…'), query: LimitQuery },
+      responses: {
+        200: jsonResponse(AttemptListSchema, 'Attempts'),
+        ...controlErrors(...ErrorCodes.query, ...ErrorCodes.lookup),
+      },
     }),
     (c) => {
       const webhook = webhooks.get(c.get('caller'), c.req.valid('param').id);
-      const limit = parseLimit(c.req.valid('query').limit, { default: 100, max: 1000 });
+      const limit = parseLimit(c.req.valid('query').limit, LIMIT);
       return c.json({ data: store.attempts(webhook.id, limit).map(presentAttempt) }, 200);
     },
   );
@@ -64,12 +70,16 @@ export function webhookControlRoutes(
     createRoute({
       method: 'post',
       path: '/deliveries/{id}/redeliver',
+      operationId: 'redeliver',
       tags,
       summary: 'Send a delivery again, now; answers once the receiver has answered',
       security,
       middleware: [requireScope('shipments:write')] as const,
-      request: { params: idParam() },
-      responses: { 200: jsonResponse(AttemptSchema, 'The new attempt'), ...errorResponses(...ERRORS) },
+      request: { params: idParam('dlv_01JD…') },
+      responses: {
+        200: jsonResponse(AttemptSchema, 'The new attempt'),
+        ...controlErrors(...ErrorCodes.body, ...ErrorCodes.lookup, 'webhook_deleted', ...ErrorCodes.write),
+      },
     }),
     async (c) => {
       const caller = c.get('caller');
@@ -85,15 +95,16 @@ export function webhookControlRoutes(
     createRoute({
       method: 'get',
       path: '/emails',
+      operationId: 'listEmails',
       tags,
       summary: "The account's e-mail outbox (webhook failure alerts), newest first",
       security,
       middleware: [requireScope('shipments:read')] as const,
       request: { query: LimitQuery },
-      responses: { 200: jsonResponse(EmailListSchema, 'E-mails'), ...errorResponses(...ERRORS) },
+      responses: { 200: jsonResponse(EmailListSchema, 'E-mails'), ...controlErrors(...ErrorCodes.query) },
     }),
     (c) => {
-      const limit = parseLimit(c.req.valid('query').limit, { default: 100, max: 1000 });
+      const limit = parseLimit(c.req.valid('query').limit, LIMIT);
       const emails = store.emails(c.get('caller').accountId, limit);
       return c.json(
         {
