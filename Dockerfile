@@ -1,18 +1,46 @@
 # syntax=docker/dockerfile:1
-# Build stage: compile better-sqlite3 and the TypeScript sources.
-FROM node:26-bookworm-slim AS build
+#
+# The sandbox as an image:
+#   docker build -t shipping-sandbox .
+#   docker run --rm -p 4010:4010 -p 4443:4443 shipping-sandbox
+# Flags go after the image name (`... shipping-sandbox --tls-name sandbox`), or as their variables
+# (`-e SANDBOX_TLS_NAMES=sandbox`); `--help` lists them all.
+#
+# Node 20: the major the tests and CI run on.
+
+# Build stage: install (better-sqlite3 is compiled where no prebuilt binary fits the platform), then
+# bundle with esbuild and drop the development dependencies.
+FROM node:20-bookworm-slim AS build
 RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 make g++ \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci
+# What `npm run build` (scripts/build.mjs) reads.
 COPY tsconfig.json ./
+COPY scripts ./scripts
 COPY src ./src
 RUN npm run build && npm prune --omit=dev
 
 # Run stage: only what the server needs, as the unprivileged `node` user.
-FROM node:26-bookworm-slim
+FROM node:20-bookworm-slim
+# In a container the sandbox listens on every interface, which makes `--webhook-targets public` the
+# default: webhooks may go to public addresses only. To deliver to the host (a test suite's receiver),
+# run with `--add-host=host.docker.internal:host-gateway` and allow that name, plus plain http:// if the
+# receiver has no TLS:
+#   -e SANDBOX_WEBHOOK_ALLOW_HOSTS=host.docker.internal -e SANDBOX_ALLOW_HTTP_WEBHOOKS=true
+# The image allows no host by itself: a sandbox shared by many pipelines must not let its tenants reach
+# the machine it runs on.
+#
+# The data directory is /data: the database and the HTTPS certificate (/data/tls/cert.pem, valid for
+# localhost, the container's host name and every --tls-name). It lives as long as the container; to keep
+# it, mount a volume there (`-v sandbox-data:/data`; a host directory must be writable by uid 1000).
+#
+# V8's code cache: Node 20 has no `module.enableCompileCache()` (Node 22.1+), and the NODE_COMPILE_CACHE
+# variable is read only from 22.1 on, so this image keeps no code cache: each start compiles the bundle,
+# one file. On a Node 22 base, `ENV NODE_COMPILE_CACHE=/app/.compile-cache` and one start during the
+# build would keep the cache in the image.
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=4010 \
@@ -24,11 +52,13 @@ COPY --from=build /app/dist ./dist
 COPY package.json ./
 COPY fixtures ./fixtures
 COPY scenarios ./scenarios
+# Made here so that a named volume mounted on /data starts out owned by `node`.
 RUN mkdir -p /data && chown node:node /data
 USER node
-VOLUME ["/data"]
-# 4443 is HTTPS; its certificate (for localhost) is made in /data/tls on first start.
+# 4010 is HTTP, 4443 HTTPS. The health check follows PORT: change the port with it, not with --port.
 EXPOSE 4010 4443
-HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||4010)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
-CMD ["node", "dist/main.js"]
+HEALTHCHECK --interval=5s --timeout=3s --start-period=10s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+process.env.PORT+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+# An entry point, so that flags given to `docker run` after the image name reach the sandbox.
+ENTRYPOINT ["node", "dist/main.js"]
+CMD []

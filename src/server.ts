@@ -73,7 +73,10 @@ async function startOwning(
   const tls = await loadTlsMaterial(config, logger);
   // Clients that trusted an earlier certificate have to trust the new one: worth a line.
   if (tls.source === 'generated' && !config.memory)
-    logger.info({ certificatePath: tls.certificatePath }, 'made a new HTTPS certificate for localhost');
+    logger.info(
+      { certificatePath: tls.certificatePath, names: tls.certificate.subjectAltName },
+      'made a new HTTPS certificate',
+    );
   const location = databaseLocation(config);
   const db = openDatabase(location);
   const sandbox = createSandbox({ db, config, logger, scenarios });

@@ -2,14 +2,19 @@ import { X509Certificate } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type Config, ConfigError, testConfig } from '../src/config.js';
-import { generateLocalhostCertificate, loadTlsMaterial } from '../src/http/https.js';
+import {
+  certificateNames,
+  generateLocalhostCertificate,
+  LOOPBACK_NAMES,
+  loadTlsMaterial,
+} from '../src/http/https.js';
 import { type RunningSandbox, startSandbox } from '../src/server.js';
-import { createTestSandbox, DEFAULT_KEY, expectError } from './helpers.js';
+import { capturingLogger, createTestSandbox, DEFAULT_KEY, expectError } from './helpers.js';
 
 interface Answer {
   status: number;
@@ -21,11 +26,17 @@ interface Answer {
 
 /**
  * One request over a real socket with node:http(s), which (unlike fetch) takes a CA per request.
- * `path` may be absolute-form (`https://host/…`) to test what the request line claims.
+ * `path` may be absolute-form (`https://host/…`) to test what the request line claims; `servername`
+ * is the name the client asks for and verifies the certificate against, whatever address it dials.
  */
 function send(
   url: string,
-  options: { ca?: string | Buffer; headers?: Record<string, string>; path?: string } = {},
+  options: {
+    ca?: string | Buffer;
+    headers?: Record<string, string>;
+    path?: string;
+    servername?: string;
+  } = {},
 ): Promise<Answer> {
   const target = new URL(url);
   const request = target.protocol === 'https:' ? httpsRequest : httpRequest;
@@ -36,6 +47,7 @@ function send(
         headers: options.headers,
         ...(options.path ? { path: options.path } : {}),
         ...(options.ca ? { ca: options.ca } : {}),
+        ...(options.servername ? { servername: options.servername } : {}),
         agent: false,
       },
       (res) => {
@@ -184,6 +196,106 @@ describe('the kept certificate across starts', () => {
   });
 });
 
+describe('the names a made certificate covers', () => {
+  /** The certificate's subjectAltName entries, as Node prints them (`DNS:x`, `IP Address:y`). */
+  const entries = (certificate: X509Certificate) => certificate.subjectAltName?.split(', ') ?? [];
+  // Whatever the machine is called (a CI runner's name may have capitals, or be localhost itself).
+  const thisHost = hostname().toLowerCase();
+
+  it('are the loopback names, this host name and the --tls-name ones, each once', () => {
+    expect(certificateNames([])).toEqual([...new Set([...LOOPBACK_NAMES, thisHost])]);
+    expect(certificateNames(['sandbox', '192.0.2.10', 'localhost', 'sandbox'], 'c0ffee123abc')).toEqual([
+      'localhost',
+      '127.0.0.1',
+      '::1',
+      'c0ffee123abc',
+      'sandbox',
+      '192.0.2.10',
+    ]);
+    // A host name that no certificate could carry is left out, not refused.
+    expect(certificateNames([], 'My Laptop')).toEqual(LOOPBACK_NAMES);
+    expect(certificateNames([], 'Build-Agent.Local')).toContain('build-agent.local');
+  });
+
+  it('go in as DNS names, and addresses as IP entries', async () => {
+    const made = await loadTlsMaterial({
+      memory: false,
+      dataDir: tempDir(),
+      tlsNames: ['sandbox', 'sandbox.ci.internal', '192.0.2.10', 'fd00::10'],
+    });
+    expect(made.source).toBe('generated');
+    expect(entries(made.certificate).sort()).toEqual(
+      [
+        ...new Set(['DNS:localhost', `DNS:${thisHost}`]),
+        'IP Address:127.0.0.1',
+        'IP Address:0:0:0:0:0:0:0:1',
+        'DNS:sandbox',
+        'DNS:sandbox.ci.internal',
+        'IP Address:192.0.2.10',
+        'IP Address:FD00:0:0:0:0:0:0:10',
+      ].sort(),
+    );
+    expect(made.certificate.checkHost('sandbox.ci.internal')).toBe('sandbox.ci.internal');
+    expect(made.certificate.checkIP('192.0.2.10')).toBe('192.0.2.10');
+    // An address is not a DNS name: a client that dials it checks the IP entry.
+    expect(made.certificate.checkHost('192.0.2.10')).toBeUndefined();
+    expect(made.certificate.checkHost('other.internal')).toBeUndefined();
+  });
+
+  it('verify over TLS for a client that asks for an added name or this host name', async () => {
+    const sandbox = await startSandbox(
+      testConfig({ memory: false, dataDir: tempDir(), tlsNames: ['sandbox.test'] }),
+    );
+    try {
+      const ca = readFileSync(sandbox.certificatePath);
+      // The client dials loopback, asks for the name, and verifies the certificate against it.
+      const url = `https://127.0.0.1:${new URL(sandbox.httpsOrigin).port}/healthz`;
+      expect((await send(url, { ca, servername: 'sandbox.test' })).status).toBe(200);
+      expect((await send(url, { ca, servername: thisHost })).status).toBe(200);
+      await expect(send(url, { ca, servername: 'other.test' })).rejects.toMatchObject({
+        code: 'ERR_TLS_CERT_ALTNAME_INVALID',
+      });
+    } finally {
+      await sandbox.close();
+    }
+  });
+
+  it('replace a kept certificate that lacks a name now asked for, and keep one that has them', async () => {
+    const dataDir = tempDir();
+    const { logger, lines } = capturingLogger();
+    const first = await loadTlsMaterial({ memory: false, dataDir });
+    expect(first.certificate.checkHost('sandbox.test')).toBeUndefined();
+
+    const widened = await loadTlsMaterial({ memory: false, dataDir, tlsNames: ['sandbox.test'] }, logger);
+    expect(widened.source).toBe('generated');
+    expect(widened.certificate.checkHost('sandbox.test')).toBe('sandbox.test');
+    expect(readFileSync(widened.certificatePath, 'utf8')).toBe(widened.cert);
+    expect(lines).toContainEqual(
+      expect.objectContaining({
+        msg: 'replacing the kept HTTPS certificate',
+        reason: 'does not cover sandbox.test',
+      }),
+    );
+
+    // Asking for the same names again, or for fewer, keeps it.
+    const again = await loadTlsMaterial({ memory: false, dataDir, tlsNames: ['sandbox.test'] });
+    expect([again.source, again.cert]).toEqual(['kept', widened.cert]);
+    const fewer = await loadTlsMaterial({ memory: false, dataDir });
+    expect([fewer.source, fewer.cert]).toEqual(['kept', widened.cert]);
+  });
+
+  it("keep a certificate made under another host name (a container's name is new at every run)", async () => {
+    const dataDir = tempDir();
+    const made = await loadTlsMaterial({ memory: false, dataDir });
+    // As if made by an earlier container: only the loopback names.
+    const earlier = await generateLocalhostCertificate(Date.now(), LOOPBACK_NAMES);
+    writeFileSync(made.certificatePath, earlier.cert);
+    writeFileSync(join(dataDir, 'tls', 'key.pem'), earlier.key);
+    const kept = await loadTlsMaterial({ memory: false, dataDir });
+    expect([kept.source, kept.cert]).toEqual(['kept', earlier.cert]);
+  });
+});
+
 describe('a certificate given by --tls-cert and --tls-key', () => {
   let files: { cert: string; key: string; otherKey: string; dir: string };
   beforeAll(async () => {
@@ -210,6 +322,22 @@ describe('a certificate given by --tls-cert and --tls-key', () => {
     } finally {
       await sandbox.close();
     }
+  });
+
+  it('is served as it is when it lacks a --tls-name, with a warning', async () => {
+    const { logger, lines } = capturingLogger();
+    const given = await loadTlsMaterial(
+      { memory: true, dataDir: files.dir, tlsCert: files.cert, tlsKey: files.key, tlsNames: ['sandbox'] },
+      logger,
+    );
+    expect(given.source).toBe('flags');
+    expect(given.cert).toBe(readFileSync(files.cert, 'utf8'));
+    expect(lines).toContainEqual(
+      expect.objectContaining({
+        msg: 'the --tls-cert certificate does not cover every --tls-name',
+        missing: ['sandbox'],
+      }),
+    );
   });
 
   const refused = (overrides: Partial<Config>) => startSandbox(testConfig(overrides));

@@ -2,7 +2,7 @@ import { createPrivateKey, type KeyObject, X509Certificate } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { isIP } from 'node:net';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { ConfigError } from '../core/errors.js';
@@ -13,6 +13,11 @@ export interface TlsOptions {
   tlsKey?: string | undefined;
   memory: boolean;
   dataDir: string;
+  /**
+   * `--tls-name`: host names and addresses a made certificate covers besides the loopback ones and
+   * this host's name, such as the Compose service name a container is reached by.
+   */
+  tlsNames?: readonly string[] | undefined;
 }
 
 /** The certificate and key the HTTPS listener serves, and where a client finds the certificate to trust. */
@@ -45,12 +50,39 @@ export async function loadTlsMaterial(
   logger?: Logger,
   now: number = Date.now(),
 ): Promise<TlsMaterial> {
-  if (config.tlsCert !== undefined || config.tlsKey !== undefined) return fromFlags(config, now, logger);
+  const names = config.tlsNames ?? [];
+  if (config.tlsCert !== undefined || config.tlsKey !== undefined)
+    return fromFlags(config, names, now, logger);
   // `--memory` keeps no sandbox state, but a localhost certificate is not state: it is kept in a
   // per-user temporary folder, so in-memory starts (CI runs one per job) skip making one, and a
   // client trusts the same file run after run.
-  if (config.memory) return keptInDataDir(memoryModeCertificateDir(), now, logger);
-  return keptInDataDir(resolve(config.dataDir, TLS_DIRECTORY), now, logger);
+  const dir = config.memory ? memoryModeCertificateDir() : resolve(config.dataDir, TLS_DIRECTORY);
+  return keptInDataDir(dir, names, now, logger);
+}
+
+/** The names every made certificate covers, whatever `--tls-name` adds. */
+export const LOOPBACK_NAMES: readonly string[] = ['localhost', '127.0.0.1', '::1'];
+
+/**
+ * The names a made certificate covers: the loopback ones, this host's name (in a container, its id,
+ * or what Compose's `hostname:` or `docker run --hostname` set), then the names asked for, each
+ * once. A host name that could not be a DNS name is left out rather than refused: it is only a
+ * convenience.
+ */
+export function certificateNames(asked: readonly string[], hostName: string = hostname()): string[] {
+  const host = hostName.trim().toLowerCase();
+  const names = [...LOOPBACK_NAMES, ...(DNS_NAME.test(host) ? [host] : []), ...asked];
+  return [...new Set(names.map((name) => name.toLowerCase()))];
+}
+
+const DNS_NAME =
+  /^(?=.{1,253}$)[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?(?:\.[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?)*$/;
+
+/** The names of `names` that the certificate is not valid for. */
+export function namesNotCovered(certificate: X509Certificate, names: readonly string[]): string[] {
+  return names.filter((name) =>
+    isIP(name) === 0 ? certificate.checkHost(name) === undefined : certificate.checkIP(name) === undefined,
+  );
 }
 
 export function memoryModeCertificateDir(): string {
@@ -59,6 +91,7 @@ export function memoryModeCertificateDir(): string {
 
 function fromFlags(
   config: Pick<TlsOptions, 'tlsCert' | 'tlsKey'>,
+  names: readonly string[],
   now: number,
   logger: Logger | undefined,
 ): TlsMaterial {
@@ -82,6 +115,10 @@ function fromFlags(
   // A given certificate is the user's choice: an expired one is served as it is, with a warning.
   if (Date.parse(certificate.validTo) <= now)
     logger?.warn({ certificatePath, validTo: certificate.validTo }, 'the --tls-cert certificate has expired');
+  // So is one that lacks a --tls-name: clients that use that name will fail to verify it.
+  const missing = namesNotCovered(certificate, names);
+  if (missing.length > 0)
+    logger?.warn({ certificatePath, missing }, 'the --tls-cert certificate does not cover every --tls-name');
   return { cert, key, certificatePath, certificate, source: 'flags', dispose() {} };
 }
 
@@ -120,7 +157,12 @@ function checkPair(
   return { certificate };
 }
 
-async function keptInDataDir(dir: string, now: number, logger: Logger | undefined): Promise<TlsMaterial> {
+async function keptInDataDir(
+  dir: string,
+  asked: readonly string[],
+  now: number,
+  logger: Logger | undefined,
+): Promise<TlsMaterial> {
   const certificatePath = join(dir, CERT_FILE);
   const keyPath = join(dir, KEY_FILE);
   if (existsSync(certificatePath) && existsSync(keyPath)) {
@@ -128,14 +170,25 @@ async function keptInDataDir(dir: string, now: number, logger: Logger | undefine
     const cert = readKept(certificatePath);
     const key = readKept(keyPath);
     const checked = checkPair(cert, key);
-    if ('certificate' in checked && Date.parse(checked.certificate.validTo) > now + DAY_MS)
+    // This host's name is not required of a kept certificate, only of a made one: a container's name
+    // is its id, new at every `docker run`, and replacing the kept pair at every start would undo
+    // the trust of every client given that file.
+    const missing =
+      'certificate' in checked ? namesNotCovered(checked.certificate, [...LOOPBACK_NAMES, ...asked]) : [];
+    if (
+      'certificate' in checked &&
+      Date.parse(checked.certificate.validTo) > now + DAY_MS &&
+      missing.length === 0
+    )
       return { cert, key, certificatePath, certificate: checked.certificate, source: 'kept', dispose() {} };
-    // Expired, about to expire, or damaged (a crash between the two renames): the directory is the
-    // sandbox's own, and a fresh pair is what anyone would do by hand.
+    // Expired, about to expire, damaged (a crash between the two renames), or not valid for a name now
+    // asked for: the directory is the sandbox's own, and a fresh pair is what anyone would do by hand.
     const reason =
       'problem' in checked
         ? checked.problem({ cert: CERT_FILE, key: KEY_FILE })
-        : `expires ${checked.certificate.validTo}`;
+        : missing.length > 0
+          ? `does not cover ${missing.join(', ')}`
+          : `expires ${checked.certificate.validTo}`;
     logger?.warn({ certificatePath, reason }, 'replacing the kept HTTPS certificate');
   }
   try {
@@ -143,7 +196,7 @@ async function keptInDataDir(dir: string, now: number, logger: Logger | undefine
   } catch (error) {
     throw new Error(`Cannot create ${dir} for the HTTPS certificate: ${(error as Error).message}`);
   }
-  return { ...(await generateInto(dir, now)), dispose() {} };
+  return { ...(await generateInto(dir, certificateNames(asked), now)), dispose() {} };
 }
 
 function readKept(path: string): string {
@@ -157,9 +210,13 @@ function readKept(path: string): string {
   }
 }
 
-/** Makes a self-signed pair for localhost and writes it to `dir`: the key readable by its owner only. */
-async function generateInto(dir: string, now: number): Promise<Omit<TlsMaterial, 'dispose'>> {
-  const { cert, key } = await generateLocalhostCertificate(now);
+/** Makes a self-signed pair for `names` and writes it to `dir`: the key readable by its owner only. */
+async function generateInto(
+  dir: string,
+  names: readonly string[],
+  now: number,
+): Promise<Omit<TlsMaterial, 'dispose'>> {
+  const { cert, key } = await generateLocalhostCertificate(now, names);
   const certificatePath = join(dir, CERT_FILE);
   const keyPath = join(dir, KEY_FILE);
   // Through temporary names, so another process starting on the same directory never reads half a
@@ -177,13 +234,15 @@ async function generateInto(dir: string, now: number): Promise<Omit<TlsMaterial,
 }
 
 /**
- * A self-signed certificate for `localhost`, `127.0.0.1` and `::1`. P-256 keys take milliseconds to
- * make, where RSA takes a quarter of a second. It is an end-entity certificate (not a CA): Firefox
- * refuses a CA certificate as a server's, and every client accepts a self-signed leaf as its own
- * trust anchor. The validity starts a day back so a client whose clock lags still accepts it.
+ * A self-signed certificate for `names` (by default `localhost`, `127.0.0.1` and `::1`), addresses as
+ * IP entries and the rest as DNS names. P-256 keys take milliseconds to make, where RSA takes a
+ * quarter of a second. It is an end-entity certificate (not a CA): Firefox refuses a CA certificate
+ * as a server's, and every client accepts a self-signed leaf as its own trust anchor. The validity
+ * starts a day back so a client whose clock lags still accepts it.
  */
 export async function generateLocalhostCertificate(
   now: number = Date.now(),
+  names: readonly string[] = LOOPBACK_NAMES,
 ): Promise<{ cert: string; key: string }> {
   // Loaded only when a certificate is made: most starts reuse the kept one.
   // By `require` (it is CommonJS): the bundled server has no dynamic `import()` to offer.
@@ -205,11 +264,9 @@ export async function generateLocalhostCertificate(
         { name: 'extKeyUsage', serverAuth: true },
         {
           name: 'subjectAltName',
-          altNames: [
-            { type: 2, value: 'localhost' },
-            { type: 7, ip: '127.0.0.1' },
-            { type: 7, ip: '::1' },
-          ],
+          altNames: names.map((name) =>
+            isIP(name) === 0 ? { type: 2, value: name } : { type: 7, ip: name },
+          ),
         },
       ],
     },

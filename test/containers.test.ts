@@ -1,0 +1,511 @@
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
+import { type Config, parseCommandLine, SETTINGS, testConfig, webhookTargetsOf } from '../src/config.js';
+import { type RunningSandbox, startSandbox } from '../src/server.js';
+
+/**
+ * The container files, checked without a Docker engine: the Dockerfile, the Compose file, the GitHub
+ * Actions workflow and the Testcontainers suite are parsed and must name the image, ports, health
+ * check and settings that the sandbox really has. Their health checks run against a real sandbox,
+ * and the Compose example's app runs against one set up as its flags say.
+ */
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url)).replace(/\/$/, '');
+const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
+const NODE_MAJOR = process.versions.node.split('.')[0];
+/** What `docker build -t shipping-sandbox .` tags, and what every example runs. */
+const IMAGE_NAME = 'shipping-sandbox';
+
+const SETTING_LIST = Object.values(SETTINGS);
+const FLAGS = new Set(SETTING_LIST.map((setting) => `--${setting.flag}`));
+const VARIABLES = new Set(SETTING_LIST.map((setting) => setting.env));
+
+// ---------------------------------------------------------------------------------------------
+// A Dockerfile, as far as these checks need: instructions with their continuations joined.
+
+interface Instruction {
+  keyword: string;
+  args: string;
+}
+
+function parseDockerfile(text: string): Instruction[] {
+  const instructions: Instruction[] = [];
+  let pending = '';
+  for (const raw of text.split(/\r?\n/)) {
+    const line = raw.trim();
+    // Comment lines are dropped, inside a continuation too, as Docker does.
+    if (line.startsWith('#') || (pending === '' && line === '')) continue;
+    if (line.endsWith('\\')) {
+      pending += `${line.slice(0, -1)} `;
+      continue;
+    }
+    const [, keyword = '', args = ''] = /^(\S+)\s*(.*)$/s.exec(`${pending}${line}`.trim()) ?? [];
+    instructions.push({ keyword: keyword.toUpperCase(), args: args.trim() });
+    pending = '';
+  }
+  if (pending.trim() !== '') throw new Error('the Dockerfile ends inside a continuation');
+  return instructions;
+}
+
+/** The stages, each the instructions from its FROM on. */
+function stagesOf(instructions: Instruction[]): Instruction[][] {
+  const stages: Instruction[][] = [];
+  for (const instruction of instructions) {
+    if (instruction.keyword === 'FROM') stages.push([]);
+    stages.at(-1)?.push(instruction);
+  }
+  return stages;
+}
+
+/** `ENV A=1 B=2` (the only form the Dockerfile uses). */
+function envOf(stage: Instruction[]): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const { args } of stage.filter((i) => i.keyword === 'ENV')) {
+    for (const pair of args.split(/\s+/)) {
+      const [name, ...value] = pair.split('=');
+      if (!name || value.length === 0) throw new Error(`ENV ${args}: not NAME=value`);
+      env[name] = value.join('=');
+    }
+  }
+  return env;
+}
+
+const args = (stage: Instruction[], keyword: string) =>
+  stage.filter((i) => i.keyword === keyword).map((i) => i.args);
+
+// ---------------------------------------------------------------------------------------------
+// Running a health check command against a real sandbox
+
+/** Runs a command as Docker runs a health check; resolves to its exit status. */
+function runCheck(command: string[], env: Record<string, string> = {}): Promise<number | null> {
+  const [file = '', ...rest] = command;
+  return new Promise((done, fail) => {
+    const child = spawn(file === 'node' ? process.execPath : file, rest, {
+      env: { ...process.env, ...env },
+      stdio: 'ignore',
+    });
+    child.on('error', fail);
+    child.on('exit', (code) => done(code));
+  });
+}
+
+/** A loopback port with nothing listening on it (just freed). */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening));
+  const address = server.address();
+  await new Promise((closed) => server.close(closed));
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  return address.port;
+}
+
+/** The same check aimed at another port: the examples name 4010, the test sandbox has its own. */
+const onPort = (text: string, from: number, to: number) =>
+  text.replaceAll(`127.0.0.1:${from}/`, `127.0.0.1:${to}/`);
+
+let sandbox: RunningSandbox;
+let sandboxPort: number;
+beforeAll(async () => {
+  sandbox = await startSandbox(testConfig());
+  sandboxPort = Number(new URL(sandbox.origin).port);
+});
+afterAll(() => sandbox.close());
+
+// ---------------------------------------------------------------------------------------------
+// The Dockerfile
+
+const dockerfile = parseDockerfile(read('Dockerfile'));
+const stages = stagesOf(dockerfile);
+const runStage = stages.at(-1) ?? [];
+const imageEnv = envOf(runStage);
+const exposed = args(runStage, 'EXPOSE').flatMap((ports) => ports.split(/\s+/).map(Number));
+const HTTP_PORT = Number(imageEnv.PORT);
+const HTTPS_PORT = Number(imageEnv.HTTPS_PORT);
+
+describe('the Dockerfile', () => {
+  it('builds and runs on the Node major the tests run on', () => {
+    expect(stages.length).toBeGreaterThanOrEqual(2);
+    for (const stage of stages) {
+      const [from = ''] = args(stage, 'FROM');
+      expect(from).toMatch(new RegExp(`^node:${NODE_MAJOR}(?:[.-]\\S*)?(?:\\s+AS\\s+\\S+)?$`, 'i'));
+    }
+  });
+
+  it('runs as the unprivileged node user, with no VOLUME', () => {
+    expect(dockerfile.filter((i) => i.keyword === 'VOLUME')).toEqual([]);
+    expect(args(runStage, 'USER').at(-1)).toBe('node');
+    const keywords = runStage.map((i) => i.keyword);
+    expect(keywords.lastIndexOf('USER')).toBeLessThan(keywords.indexOf('ENTRYPOINT'));
+  });
+
+  it('listens on every interface, on the ports it exposes, with its data in /data', () => {
+    expect(imageEnv).toMatchObject({ HOST: '0.0.0.0', SANDBOX_DATA_DIR: '/data' });
+    expect(exposed).toEqual([HTTP_PORT, HTTPS_PORT]);
+    expect(HTTP_PORT).toBe(4010);
+    expect(HTTPS_PORT).toBe(4443);
+    // Every variable it sets or documents is a setting of the sandbox (NODE_ENV is Node's).
+    const named = [...read('Dockerfile').matchAll(/\b(SANDBOX_[A-Z_]+|HTTPS_PORT|LOG_LEVEL)\b/g)].map(
+      ([name]) => name,
+    );
+    for (const name of [...Object.keys(imageEnv).filter((n) => n !== 'NODE_ENV'), ...named])
+      expect(VARIABLES, name).toContain(name);
+  });
+
+  it('starts the command the package installs, and passes docker run arguments on to it', () => {
+    const entrypoint = JSON.parse(args(runStage, 'ENTRYPOINT')[0] ?? '[]') as string[];
+    const bin = (JSON.parse(read('package.json')) as { bin: Record<string, string> }).bin;
+    expect(entrypoint).toEqual(['node', bin[IMAGE_NAME]?.replace(/^\.\//, '')]);
+    expect(JSON.parse(args(runStage, 'CMD')[0] ?? 'null')).toEqual([]);
+  });
+
+  it('copies what the build and the server read, none of it left out by .dockerignore', () => {
+    const ignored = read('.dockerignore')
+      .split('\n')
+      .map((line) => line.trim().replace(/^\*\*\//, ''))
+      .filter((line) => line !== '' && !line.startsWith('#'));
+    const sources = dockerfile
+      .filter((i) => i.keyword === 'COPY' && !i.args.startsWith('--from'))
+      .flatMap((i) => i.args.split(/\s+/).slice(0, -1));
+    expect(sources).toEqual(expect.arrayContaining(['scripts', 'src', 'fixtures', 'scenarios']));
+    for (const source of sources) {
+      expect(existsSync(join(ROOT, source)), source).toBe(true);
+      expect(
+        ignored.filter((pattern) => source === pattern || source.startsWith(`${pattern}/`)),
+        source,
+      ).toEqual([]);
+    }
+  });
+
+  describe('its health check', () => {
+    const [healthcheck = ''] = args(runStage, 'HEALTHCHECK');
+    const [, options = '', exec = '[]'] = /^((?:--[a-z-]+=\S+\s+)*)CMD\s+(\[.*\])$/s.exec(healthcheck) ?? [];
+    const command = JSON.parse(exec) as string[];
+
+    it('asks /healthz on the loopback at PORT, in the exec form', () => {
+      expect(options).toMatch(/--interval=\d+s/);
+      expect(command.slice(0, 2)).toEqual(['node', '-e']);
+      expect(command[2]).toContain("'http://127.0.0.1:'+process.env.PORT+'/healthz'");
+    });
+
+    it('passes on a sandbox that is up and fails where none listens', async () => {
+      expect(await runCheck(command, { PORT: String(sandboxPort) })).toBe(0);
+      expect(await runCheck(command, { PORT: String(await freePort()) })).toBe(1);
+    });
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// The Compose example
+
+type Service = {
+  build?: { context: string };
+  image?: string;
+  command?: string[];
+  ports?: string[];
+  volumes?: string[];
+  environment?: Record<string, string>;
+  healthcheck?: { test: string[] };
+  depends_on?: Record<string, { condition: string }>;
+};
+
+describe('the Compose example', () => {
+  const dir = join(ROOT, 'examples/compose');
+  const compose = parseYaml(readFileSync(join(dir, 'compose.yaml'), 'utf8')) as {
+    services: Record<string, Service>;
+    volumes: Record<string, unknown>;
+  };
+  const sandboxService = compose.services.sandbox ?? {};
+  const app = compose.services.app ?? {};
+  const command = sandboxService.command ?? [];
+  /** The sandbox's settings in that container: the image's variables, then the file's flags. */
+  const settings = () => {
+    const parsed = parseCommandLine(command, imageEnv);
+    if (parsed.help) throw new Error('--help');
+    return parsed.config;
+  };
+
+  it("builds this repository's Dockerfile and tags it as the image the examples run", () => {
+    expect(resolve(dir, sandboxService.build?.context ?? '')).toBe(ROOT);
+    expect(sandboxService.image).toBe(IMAGE_NAME);
+    expect(sandboxService.ports).toEqual([`${HTTP_PORT}:${HTTP_PORT}`, `${HTTPS_PORT}:${HTTPS_PORT}`]);
+  });
+
+  it('uses only flags the sandbox has', () => {
+    const flags = command.filter((arg) => arg.startsWith('--'));
+    expect(flags.length).toBeGreaterThan(0);
+    for (const flag of flags) expect(FLAGS, flag).toContain(flag);
+    for (const name of Object.keys(sandboxService.environment ?? {})) expect(VARIABLES, name).toContain(name);
+  });
+
+  it('makes the certificate for the service name, and lets webhooks reach the app over HTTP', () => {
+    const config = settings();
+    expect(config.tlsNames).toEqual(['sandbox']);
+    expect(webhookTargetsOf(config)).toBe('public');
+    expect(config.webhookAllowHosts).toEqual(['app']);
+    expect(config.allowHttpWebhooks).toBe(true);
+    expect(Object.keys(compose.services)).toEqual(expect.arrayContaining([...config.tlsNames]));
+    const webhookUrl = new URL(app.environment?.WEBHOOK_URL ?? '');
+    expect([webhookUrl.protocol, webhookUrl.hostname]).toEqual(['http:', 'app']);
+    const apiUrl = new URL(app.environment?.SHIPPING_API_URL ?? '');
+    expect([apiUrl.protocol, apiUrl.hostname, apiUrl.port]).toEqual([
+      'https:',
+      'sandbox',
+      String(HTTPS_PORT),
+    ]);
+  });
+
+  it('gives the app the certificate from the data volume, and starts it once the sandbox is healthy', () => {
+    expect(app.depends_on?.sandbox?.condition).toBe('service_healthy');
+    expect(app.image).toMatch(new RegExp(`^node:${NODE_MAJOR}\\b`));
+    const dataVolume = sandboxService.volumes?.find((v) => v.endsWith(`:${imageEnv.SANDBOX_DATA_DIR}`));
+    const [volume] = dataVolume?.split(':') ?? [];
+    expect(Object.keys(compose.volumes)).toContain(volume);
+    const mount = app.volumes?.find((v) => v.startsWith(`${volume}:`))?.split(':')[1];
+    expect(app.environment?.NODE_EXTRA_CA_CERTS).toBe(`${mount}/tls/cert.pem`);
+    expect(app.volumes).toContain('./app:/app:ro');
+    expect(existsSync(join(dir, 'app/main.mjs'))).toBe(true);
+  });
+
+  it('has a health check on /healthz that passes on a sandbox that is up', async () => {
+    const test = sandboxService.healthcheck?.test ?? [];
+    expect(test.slice(0, 3)).toEqual(['CMD', 'node', '-e']);
+    expect(test[3]).toContain(`http://127.0.0.1:${HTTP_PORT}/healthz`);
+    const check = test.slice(1).map((part) => onPort(part, HTTP_PORT, sandboxPort));
+    expect(await runCheck(check)).toBe(0);
+    const unused = await freePort();
+    expect(await runCheck(test.slice(1).map((part) => onPort(part, HTTP_PORT, unused)))).toBe(1);
+  });
+
+  describe("the app, against a sandbox set as the file's flags say", () => {
+    let appSandbox: RunningSandbox;
+    let dataDir: string;
+    beforeAll(async () => {
+      dataDir = mkdtempSync(join(tmpdir(), 'sandbox-compose-'));
+      const config = settings();
+      // On loopback here, where the services' names do not resolve: `app` becomes localhost, and
+      // the policy stays the one the container's address gives.
+      const local: Config = {
+        ...config,
+        host: '127.0.0.1',
+        port: 0,
+        httpsPort: 0,
+        memory: false,
+        dataDir,
+        logLevel: 'silent',
+        webhookTargets: webhookTargetsOf(config),
+        webhookAllowHosts: config.webhookAllowHosts.map((host) => (host === 'app' ? 'localhost' : host)),
+      };
+      appSandbox = await startSandbox(local);
+    });
+    afterAll(async () => {
+      await appSandbox?.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    });
+
+    it('creates an account, a webhook, a shipment and a label, and receives both webhooks signed', async () => {
+      const port = await freePort();
+      const child = spawn(process.execPath, [join(dir, 'app/main.mjs')], {
+        env: {
+          ...process.env,
+          SHIPPING_API_URL: `${appSandbox.httpsOrigin}/v1`,
+          NODE_EXTRA_CA_CERTS: appSandbox.certificatePath,
+          WEBHOOK_URL: `http://localhost:${port}/webhooks`,
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let output = '';
+      child.stdout.on('data', (chunk) => {
+        output += chunk;
+      });
+      child.stderr.on('data', (chunk) => {
+        output += chunk;
+      });
+      const code = await new Promise((exited) => child.on('exit', exited));
+      expect({ code, output }).toEqual({ code: 0, output: expect.stringContaining('every webhook arrived') });
+      expect(output).toMatch(/webhook shipment\.created evt_/);
+      expect(output).toMatch(/webhook label\.generated evt_/);
+    }, 40_000);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// The GitHub Actions example
+
+/** Splits `docker create` options as the runner does: on spaces outside double quotes. */
+function splitOptions(text: string): string[] {
+  return [...text.matchAll(/(?:[^\s"]+|"[^"]*")+/g)].map(([token]) => token.replaceAll('"', ''));
+}
+
+describe('the GitHub Actions example', () => {
+  const workflow = parseYaml(read('examples/github-actions/sandbox-tests.yml')) as {
+    jobs: Record<
+      string,
+      {
+        services: Record<
+          string,
+          { image: string; ports: string[]; env: Record<string, string>; options: string }
+        >;
+        env: Record<string, string>;
+        steps: Array<{ run?: string; uses?: string; with?: Record<string, unknown> }>;
+      }
+    >;
+  };
+  const job = Object.values(workflow.jobs)[0];
+  const service = job?.services.sandbox;
+  const options = splitOptions(service?.options ?? '');
+  const option = (name: string) => options[options.indexOf(name) + 1];
+
+  it('runs the image as a service container on the exposed ports', () => {
+    expect(service?.image).toMatch(new RegExp(`(^|/)${IMAGE_NAME}(:[\\w.-]+)?$`));
+    expect(service?.ports).toEqual([`${HTTP_PORT}:${HTTP_PORT}`, `${HTTPS_PORT}:${HTTPS_PORT}`]);
+  });
+
+  it('sets the sandbox through variables it has, letting webhooks reach the runner', () => {
+    const env = service?.env ?? {};
+    for (const name of Object.keys(env)) expect(VARIABLES, name).toContain(name);
+    const parsed = parseCommandLine([], { ...imageEnv, ...env });
+    if (parsed.help) throw new Error('--help');
+    expect(webhookTargetsOf(parsed.config)).toBe('public');
+    expect(parsed.config.webhookAllowHosts).toContain('host.docker.internal');
+    expect(parsed.config.allowHttpWebhooks).toBe(true);
+    expect(options).toContain('--add-host=host.docker.internal:host-gateway');
+    expect(new URL(job?.env.WEBHOOK_URL ?? '').hostname).toBe('host.docker.internal');
+  });
+
+  it('has a health check on /healthz that passes on a sandbox that is up', async () => {
+    const check = option('--health-cmd') ?? '';
+    expect(check).toContain(`http://127.0.0.1:${HTTP_PORT}/healthz`);
+    expect(option('--health-interval')).toMatch(/^\d+s$/);
+    expect(Number(option('--health-retries'))).toBeGreaterThan(0);
+    if (process.platform === 'win32') return;
+    // Docker runs a string health check with /bin/sh -c.
+    expect(await runCheck(['/bin/sh', '-c', onPort(check, HTTP_PORT, sandboxPort)])).toBe(0);
+    expect(await runCheck(['/bin/sh', '-c', onPort(check, HTTP_PORT, await freePort())])).toBe(1);
+  });
+
+  it('waits on /healthz, then runs the tests on the same Node major', () => {
+    const steps = job?.steps ?? [];
+    const wait = steps.findIndex((step) => step.run?.includes(`http://localhost:${HTTP_PORT}/healthz`));
+    const test = steps.findIndex((step) => step.run === 'npm test');
+    expect(wait).toBeGreaterThanOrEqual(0);
+    expect(test).toBeGreaterThan(wait);
+    const setup = steps.find((step) => step.uses?.startsWith('actions/setup-node'));
+    expect(String(setup?.with?.['node-version'])).toBe(NODE_MAJOR);
+    expect(new URL(job?.env.SHIPPING_API_URL ?? '').port).toBe(String(HTTP_PORT));
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// The Testcontainers example
+
+describe('the Testcontainers example', () => {
+  const path = 'examples/testcontainers/sandbox.test.ts';
+  const source = read(path);
+  const file = ts.createSourceFile(path, source, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
+
+  /** Every call in the file of a method (or function) by that name. */
+  const calls = (name: string): ts.CallExpression[] => {
+    const found: ts.CallExpression[] = [];
+    const visit = (node: ts.Node) => {
+      if (ts.isCallExpression(node)) {
+        const callee = node.expression;
+        const called = ts.isPropertyAccessExpression(callee) ? callee.name.text : callee.getText();
+        if (called === name) found.push(node);
+      }
+      ts.forEachChild(node, visit);
+    };
+    visit(file);
+    return found;
+  };
+  /** A constant's value: a literal, or the fallback of `process.env.X ?? 'literal'`. */
+  const constantValue = (node: ts.Node | undefined): string | number | undefined => {
+    if (node === undefined) return undefined;
+    if (ts.isStringLiteralLike(node)) return node.text;
+    if (ts.isNumericLiteral(node)) return Number(node.text);
+    if (ts.isBinaryExpression(node) && node.operatorToken.kind === ts.SyntaxKind.QuestionQuestionToken)
+      return constantValue(node.right);
+    if (ts.isIdentifier(node)) {
+      let value: string | number | undefined;
+      const visit = (candidate: ts.Node) => {
+        if (ts.isVariableDeclaration(candidate) && candidate.name.getText() === node.text)
+          value = constantValue(candidate.initializer);
+        ts.forEachChild(candidate, visit);
+      };
+      visit(file);
+      return value;
+    }
+    return undefined;
+  };
+  const firstArgument = (name: string) => constantValue(calls(name)[0]?.arguments[0]);
+
+  it('is TypeScript without syntax errors', () => {
+    const { diagnostics = [] } = ts.transpileModule(source, {
+      fileName: path,
+      reportDiagnostics: true,
+      compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
+    });
+    expect(diagnostics.map((d) => ts.flattenDiagnosticMessageText(d.messageText, '\n'))).toEqual([]);
+  });
+
+  it('starts the image with GenericContainer and waits on /healthz at the HTTP port', () => {
+    const created = (() => {
+      let found: ts.NewExpression | undefined;
+      const visit = (node: ts.Node) => {
+        if (ts.isNewExpression(node) && node.expression.getText() === 'GenericContainer') found = node;
+        ts.forEachChild(node, visit);
+      };
+      visit(file);
+      return found;
+    })();
+    expect(constantValue(created?.arguments?.[0])).toBe(IMAGE_NAME);
+    expect(firstArgument('withExposedPorts')).toBe(HTTP_PORT);
+    const wait = calls('forHttp')[0];
+    expect(wait?.expression.getText()).toBe('Wait.forHttp');
+    expect(wait?.arguments.map(constantValue)).toEqual(['/healthz', HTTP_PORT]);
+    expect(calls('getMappedPort').map((call) => constantValue(call.arguments[0]))).toContain(HTTP_PORT);
+  });
+
+  it('sets the sandbox through flags and variables it has, letting webhooks reach the test process', () => {
+    const environment = calls('withEnvironment')[0]?.arguments[0];
+    if (!environment || !ts.isObjectLiteralExpression(environment))
+      throw new Error('no withEnvironment({...})');
+    const env: Record<string, string> = {};
+    for (const property of environment.properties) {
+      if (!ts.isPropertyAssignment(property)) throw new Error(`not a plain property: ${property.getText()}`);
+      env[property.name.getText()] = String(constantValue(property.initializer));
+    }
+    for (const name of Object.keys(env)) expect(VARIABLES, name).toContain(name);
+    const command = calls('withCommand')[0]?.arguments[0];
+    const argv =
+      command && ts.isArrayLiteralExpression(command)
+        ? command.elements.map((e) => String(constantValue(e)))
+        : [];
+    for (const flag of argv.filter((arg) => arg.startsWith('--'))) expect(FLAGS, flag).toContain(flag);
+
+    const parsed = parseCommandLine(argv, { ...imageEnv, ...env });
+    if (parsed.help) throw new Error('--help');
+    expect(webhookTargetsOf(parsed.config)).toBe('public');
+    expect(parsed.config.webhookAllowHosts).toEqual(['host.testcontainers.internal']);
+    expect(parsed.config.allowHttpWebhooks).toBe(true);
+    expect(calls('exposeHostPorts')).toHaveLength(1);
+  });
+
+  it('names testcontainers in a package.json of its own', () => {
+    const pkg = JSON.parse(read('examples/testcontainers/package.json')) as {
+      private: boolean;
+      devDependencies: Record<string, string>;
+    };
+    expect(pkg.private).toBe(true);
+    expect(Object.keys(pkg.devDependencies)).toEqual(expect.arrayContaining(['testcontainers', 'vitest']));
+    // The sandbox itself does not depend on it.
+    const root = JSON.parse(read('package.json')) as Record<string, Record<string, string> | undefined>;
+    expect({ ...root.dependencies, ...root.devDependencies }).not.toHaveProperty('testcontainers');
+  });
+});
