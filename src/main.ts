@@ -2,7 +2,7 @@ import { DEFAULT_ACCOUNT } from './accounts/default-account.js';
 import { type CommandLine, ConfigError, helpText, parseCommandLine } from './config.js';
 import { createLogger } from './logger.js';
 import { ScenarioFileError } from './scenarios/files.js';
-import { startSandbox } from './server.js';
+import { startServer } from './server.js';
 
 /** The command line: flags and environment -> config -> open the database -> serve -> banner. */
 async function main(): Promise<void> {
@@ -22,9 +22,9 @@ async function main(): Promise<void> {
   const { config } = commandLine;
   const logger = createLogger(config.logLevel);
 
-  let sandbox: Awaited<ReturnType<typeof startSandbox>>;
+  let sandbox: Awaited<ReturnType<typeof startServer>>;
   try {
-    sandbox = await startSandbox(config, logger);
+    sandbox = await startServer(config, logger);
   } catch (error) {
     if (error instanceof ScenarioFileError) {
       process.stderr.write(`shipping-sandbox: a scenario file is invalid:\n${error.message}\n`);

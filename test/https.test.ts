@@ -8,7 +8,7 @@ import type { TLSSocket } from 'node:tls';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type Config, ConfigError, testConfig } from '../src/config.js';
 import { generateLocalhostCertificate, loadTlsMaterial } from '../src/http/https.js';
-import { type RunningSandbox, startSandbox } from '../src/server.js';
+import { type RunningSandbox, startServer } from '../src/server.js';
 import { createTestSandbox, DEFAULT_KEY, expectError } from './helpers.js';
 
 interface Answer {
@@ -82,7 +82,7 @@ describe('the HTTPS listener with the certificate kept in the data directory', (
   let ca: Buffer;
   beforeAll(async () => {
     dataDir = tempDir();
-    sandbox = await startSandbox(testConfig({ memory: false, dataDir }));
+    sandbox = await startServer(testConfig({ memory: false, dataDir }));
     ca = readFileSync(sandbox.certificatePath);
   });
   afterAll(() => sandbox.close());
@@ -128,16 +128,16 @@ describe('the kept certificate across starts', () => {
   it('is reused by the next start, and made again when deleted', async () => {
     const dataDir = tempDir();
     const config = testConfig({ memory: false, dataDir });
-    const first = await startSandbox(config);
+    const first = await startServer(config);
     const made = readFileSync(first.certificatePath);
     await first.close();
 
-    const second = await startSandbox(config);
+    const second = await startServer(config);
     expect(readFileSync(second.certificatePath)).toEqual(made);
     await second.close();
 
     rmSync(second.certificatePath);
-    const third = await startSandbox(config);
+    const third = await startServer(config);
     try {
       const remade = readFileSync(third.certificatePath);
       expect(remade).not.toEqual(made);
@@ -167,14 +167,14 @@ describe('the kept certificate across starts', () => {
   });
 
   it('is kept in a per-user temporary folder with --memory, and reused by the next start', async () => {
-    const first = await startSandbox(testConfig());
+    const first = await startServer(testConfig());
     const path = first.certificatePath;
     expect(path.startsWith(tmpdir())).toBe(true);
     const answer = await send(`${first.httpsOrigin}/healthz`, { ca: readFileSync(path) });
     expect(answer.status).toBe(200);
     const bytes = readFileSync(path, 'utf8');
     await first.close();
-    const second = await startSandbox(testConfig());
+    const second = await startServer(testConfig());
     try {
       expect(second.certificatePath).toBe(path);
       expect(readFileSync(second.certificatePath, 'utf8')).toBe(bytes);
@@ -201,7 +201,7 @@ describe('a certificate given by --tls-cert and --tls-key', () => {
   });
 
   it('is served, and its path is the one printed', async () => {
-    const sandbox = await startSandbox(testConfig({ tlsCert: files.cert, tlsKey: files.key }));
+    const sandbox = await startServer(testConfig({ tlsCert: files.cert, tlsKey: files.key }));
     try {
       expect(sandbox.certificatePath).toBe(files.cert);
       const ca = readFileSync(files.cert);
@@ -212,7 +212,7 @@ describe('a certificate given by --tls-cert and --tls-key', () => {
     }
   });
 
-  const refused = (overrides: Partial<Config>) => startSandbox(testConfig(overrides));
+  const refused = (overrides: Partial<Config>) => startServer(testConfig(overrides));
 
   it('refuses one without the other', async () => {
     await expect(refused({ tlsCert: files.cert })).rejects.toThrow(ConfigError);
@@ -245,8 +245,8 @@ describe('strict HTTPS over real sockets', () => {
   let ca: Buffer;
   beforeAll(async () => {
     [strict, behindProxy] = await Promise.all([
-      startSandbox(testConfig({ strictHttps: true })),
-      startSandbox(testConfig({ strictHttps: true, trustProxy: true })),
+      startServer(testConfig({ strictHttps: true })),
+      startServer(testConfig({ strictHttps: true, trustProxy: true })),
     ]);
     ca = readFileSync(strict.certificatePath);
   });
@@ -307,7 +307,7 @@ describe('strict HTTPS over real sockets', () => {
 
   it('reports the HTTPS port by its flag when it is taken', async () => {
     const port = Number(new URL(strict.httpsOrigin).port);
-    await expect(startSandbox(testConfig({ httpsPort: port }))).rejects.toThrow(
+    await expect(startServer(testConfig({ httpsPort: port }))).rejects.toThrow(
       `HTTPS port ${port} on 127.0.0.1 is already in use (choose another with --https-port, or 0 for any free port)`,
     );
   });
