@@ -5,7 +5,8 @@
  */
 import { type Config, SETTINGS, testConfig } from './config.js';
 import { accountControls, type CallApp } from './embed/account.js';
-import { answerOf, SandboxError } from './embed/errors.js';
+import { answerOf } from './embed/answer.js';
+import { SandboxError } from './embed/errors.js';
 import type { Sandbox, SandboxAccount, SandboxOptions } from './embed/types.js';
 import type { DeliveryLog } from './embed/wait-for-delivery.js';
 import type { EventEnvelope } from './events/schema.js';

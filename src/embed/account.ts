@@ -1,4 +1,4 @@
-import { answerOf } from './errors.js';
+import { answerOf } from './answer.js';
 import type {
   AdvancedClock,
   ClockState,

@@ -11,16 +11,3 @@ export class SandboxError extends Error {
     super(message);
   }
 }
-
-/** The JSON a route answered, or its error body thrown as a SandboxError. */
-export async function answerOf<T>(response: Response): Promise<T> {
-  const answer = (await response.json()) as T & { error?: { code: string; message: string; field?: string } };
-  if (response.ok) return answer;
-  const error = answer.error;
-  throw new SandboxError(
-    response.status,
-    error?.code ?? 'internal_error',
-    error?.message ?? `The sandbox answered ${response.status}.`,
-    error?.field,
-  );
-}
