@@ -4,7 +4,8 @@
  * The sandbox runs as its real command (`node dist/main.js --memory --no-rate-limits …`) in a child
  * process, beside a bare `node:http` server (bench/ceiling.mjs) that answers a fixed shipment: the
  * ceiling any Node server reaches on this machine. autocannon, in this process, loads both with the
- * same requests, connections and duration, in alternating pairs; ratios are within one run.
+ * same requests, connections and duration, in alternating pairs; ratios are within one run. The
+ * embed section times the package's in-process `startSandbox()` in fresh processes (bench/embed.ts).
  * Prints tables and writes every figure to bench/results/latest.json. It reports; it asserts nothing.
  */
 import { execFileSync } from 'node:child_process';
@@ -14,6 +15,7 @@ import { dirname, join, resolve } from 'node:path';
 import { buildChanges, distFingerprint, killAllChildren, ROOT, SANDBOX_FLAGS } from './children.js';
 import { clockAdvance } from './clock.js';
 import { coldStart } from './cold-start.js';
+import { embed } from './embed.js';
 import { parseOptions } from './options.js';
 import { type FigureRow, figureTable, type LoadRow, loadTable, toJson } from './report.js';
 import { scale } from './scale.js';
@@ -114,6 +116,10 @@ async function main(): Promise<void> {
   if (options.only.has('cold-start'))
     await section('cold-start', async () => {
       figures.push(...(await coldStart(options, log)));
+    });
+  if (options.only.has('embed'))
+    await section('embed', async () => {
+      figures.push(...(await embed(options, log)));
     });
   if (options.only.has('throughput'))
     await section('throughput', async () => {

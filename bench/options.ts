@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 
-export const SECTIONS = ['cold-start', 'throughput', 'scale', 'clock', 'webhooks'] as const;
+export const SECTIONS = ['cold-start', 'embed', 'throughput', 'scale', 'clock', 'webhooks'] as const;
 export type Section = (typeof SECTIONS)[number];
 
 export interface Options {

@@ -6,11 +6,21 @@
  *   (`src/build/import-meta-url.ts`).
  * - `dist/render-worker.cjs`: a label render thread (see src/labels/render/pool.ts).
  * - `dist/main.js`: the launcher that `bin` and `npm start` run (src/boot.ts).
+ * - `dist/index.cjs`, `dist/client.cjs`: the package's entries (`shipping-sandbox`, `shipping-sandbox/client`)
+ *   for `require`; `dist/index.js`, `dist/client.js`: the same for `import`, each a one-line ES module
+ *   over its CommonJS bundle (Node's "wrapper" way to ship both), so a program that both imports and
+ *   requires the package loads its code once.
+ * - With `--declarations` (`npm pack` runs it, through `prepack`): `dist/types/`, the type declarations
+ *   of those two entries and of the files they name, and no others (see emitDeclarations).
  *
  * Heavy renderers and the certificate maker stay outside the bundle and load from node_modules on
  * first use; better-sqlite3 and workerpool are native or spawn files of their own.
  */
-import { rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { builtinModules, createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join, posix } from 'node:path';
 import { build } from 'esbuild';
 
 const EXTERNAL = [
@@ -24,6 +34,8 @@ const EXTERNAL = [
   'selfsigned',
 ];
 
+const pkg = JSON.parse(readFileSync('package.json', 'utf8'));
+
 const common = {
   bundle: true,
   platform: 'node',
@@ -31,19 +43,110 @@ const common = {
   sourcemap: true,
   logLevel: 'warning',
   external: EXTERNAL,
+  // The version a bundle reports (src/core/version.ts), without reading package.json at start.
+  define: { BUILT_SANDBOX_VERSION: JSON.stringify(pkg.version) },
 };
+
+/** The package's entries: what `exports` in package.json names. */
+const PACKAGE_ENTRIES = { index: 'src/index.ts', client: 'src/client/index.ts' };
 
 rmSync('dist', { recursive: true, force: true });
 
 await Promise.all([
   build({
     ...common,
-    entryPoints: { sandbox: 'src/main.ts', 'render-worker': 'src/labels/render/worker.ts' },
+    entryPoints: {
+      sandbox: 'src/main.ts',
+      'render-worker': 'src/labels/render/worker.ts',
+      index: PACKAGE_ENTRIES.index,
+    },
     format: 'cjs',
     outdir: 'dist',
     outExtension: { '.js': '.cjs' },
     inject: ['src/build/import-meta-url.ts'],
-    define: { 'import.meta.url': 'importMetaUrl' },
+    define: { ...common.define, 'import.meta.url': 'importMetaUrl' },
+  }),
+  // The client runs in merchants' programs and needs nothing of the server: its dependency stays
+  // theirs to share.
+  build({
+    ...common,
+    entryPoints: { client: PACKAGE_ENTRIES.client },
+    format: 'cjs',
+    outdir: 'dist',
+    outExtension: { '.js': '.cjs' },
+    external: [...EXTERNAL, 'openapi-fetch'],
   }),
   build({ ...common, entryPoints: ['src/boot.ts'], format: 'esm', outfile: 'dist/main.js' }),
 ]);
+
+for (const name of Object.keys(PACKAGE_ENTRIES)) {
+  // Node finds the names to re-export in the CommonJS bundle itself (esbuild marks them for it).
+  writeFileSync(join('dist', `${name}.js`), `export * from './${name}.cjs';\n`);
+}
+
+if (process.argv.includes('--declarations')) emitDeclarations();
+
+/**
+ * `tsc` writes the declarations of every file the entries reach (the server's too), into a temporary
+ * folder; only the entries' declarations and the files they name are copied to `dist/types/`, each
+ * twice: `.d.ts` for `import` and `.d.cts` for `require`, so TypeScript reads each in the module
+ * system it is loaded in. A declaration that names a library the package does not depend on, or a
+ * file outside the copied set, stops the build: installed, it would not resolve.
+ */
+function emitDeclarations() {
+  const scratch = mkdtempSync(join(tmpdir(), 'shipping-sandbox-declarations-'));
+  try {
+    const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+    // No type check here (`npm test` does it): emitting alone takes a fraction of the time. tsc
+    // complains of declarations it cannot write for some internal files (the wiring's return type):
+    // those are never shipped, so only complaints about the copied files count (checked below).
+    const run = spawnSync(
+      process.execPath,
+      [tsc, '-p', 'tsconfig.build.json', '--noCheck', '--pretty', 'false', '--outDir', scratch],
+      { encoding: 'utf8' },
+    );
+    if (run.error) throw run.error;
+    const complaints = [...run.stdout.matchAll(/^src\/(\S+?)\.ts\(\d+,\d+\): error .*$/gm)].map(
+      ([line, file]) => ({ file: `${file}.d.ts`, line }),
+    );
+
+    const allowed = new Set([...Object.keys(pkg.dependencies ?? {}), ...builtinModules]);
+    const packageOf = (specifier) =>
+      specifier
+        .replace(/^node:/, '')
+        .split('/')
+        .slice(0, specifier.startsWith('@') ? 2 : 1)
+        .join('/');
+    const pending = Object.values(PACKAGE_ENTRIES).map((entry) =>
+      posix.relative('src', entry).replace(/\.ts$/, '.d.ts'),
+    );
+    const copied = new Set();
+    while (pending.length > 0) {
+      const file = pending.pop();
+      if (copied.has(file)) continue;
+      copied.add(file);
+      const complaint = complaints.find((c) => c.file === file);
+      if (complaint) throw new Error(`tsc: ${complaint.line}`);
+      const text = readFileSync(join(scratch, file), 'utf8');
+      if (/^\/\/\/\s*<reference/m.test(text))
+        throw new Error(`${file}: a triple-slash reference would not resolve once installed`);
+      const code = text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
+      for (const [, specifier] of code.matchAll(/(?:from|import)\s*\(?\s*['"]([^'"]+)['"]/g)) {
+        if (specifier.startsWith('.')) {
+          pending.push(posix.join(posix.dirname(file), specifier.replace(/\.js$/, '.d.ts')));
+        } else if (!allowed.has(packageOf(specifier))) {
+          throw new Error(`${file} names '${specifier}', which is not a dependency of the package`);
+        }
+      }
+      const target = join('dist', 'types', file);
+      mkdirSync(dirname(target), { recursive: true });
+      writeFileSync(target, text);
+      writeFileSync(
+        target.replace(/\.d\.ts$/, '.d.cts'),
+        text.replace(/((?:from|import)\s*\(?\s*['"]\.[^'"]*)\.js(['"])/g, '$1.cjs$2'),
+      );
+    }
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}

@@ -1,14 +1,21 @@
 import { DEFAULT_ACCOUNT } from './accounts/default-account.js';
 import { type CommandLine, ConfigError, helpText, parseCommandLine } from './config.js';
+import { SANDBOX_VERSION } from './core/version.js';
 import { createLogger } from './logger.js';
 import { ScenarioFileError } from './scenarios/files.js';
-import { startSandbox } from './server.js';
+import { startServer } from './server.js';
 
 /** The command line: flags and environment -> config -> open the database -> serve -> banner. */
 async function main(): Promise<void> {
+  // `-h` and `--version` answer before the flags are read (the settings table has neither).
+  const args = process.argv.slice(2).map((arg) => (arg === '-h' ? '--help' : arg));
+  if (args.includes('--version')) {
+    process.stdout.write(`${SANDBOX_VERSION}\n`);
+    return;
+  }
   let commandLine: CommandLine;
   try {
-    commandLine = parseCommandLine(process.argv.slice(2), process.env);
+    commandLine = parseCommandLine(args, process.env);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     process.stderr.write(`shipping-sandbox: ${error.message}\n`);
@@ -22,9 +29,9 @@ async function main(): Promise<void> {
   const { config } = commandLine;
   const logger = createLogger(config.logLevel);
 
-  let sandbox: Awaited<ReturnType<typeof startSandbox>>;
+  let sandbox: Awaited<ReturnType<typeof startServer>>;
   try {
-    sandbox = await startSandbox(config, logger);
+    sandbox = await startServer(config, logger);
   } catch (error) {
     if (error instanceof ScenarioFileError) {
       process.stderr.write(`shipping-sandbox: a scenario file is invalid:\n${error.message}\n`);

@@ -10,18 +10,14 @@ import { createLogger } from './logger.js';
 import { loadScenarios, scenarioDirectories } from './scenarios/files.js';
 import { createSandbox, type Sandbox } from './wiring.js';
 
-export interface RunningSandbox {
+/** A server listening over HTTP. */
+export interface RunningServer {
   /** `http://host:port`, with the port really bound. */
   origin: string;
-  /** `https://localhost:port` (a name the certificate covers), with the port really bound. */
-  httpsOrigin: string;
-  /** The PEM certificate the HTTPS listener serves: what clients trust (`curl --cacert`, `NODE_EXTRA_CA_CERTS`). */
-  certificatePath: string;
   cdnUrl: string;
   /** `:memory:` or the database file's path. */
   location: string;
   sandbox: Sandbox;
-  /** Stops both listeners, then closes the database. */
   /**
    * Stops at once: connections are cut, webhook sends on the wire are cut off (and sent again after
    * the next start), and the database is closed.
@@ -34,6 +30,14 @@ export interface RunningSandbox {
   shutdown(graceMs: number): Promise<void>;
 }
 
+/** A server listening over HTTP and HTTPS, as the command line runs it. */
+export interface RunningSandbox extends RunningServer {
+  /** `https://localhost:port` (a name the certificate covers), with the port really bound. */
+  httpsOrigin: string;
+  /** The PEM certificate the HTTPS listener serves: what clients trust (`curl --cacert`, `NODE_EXTRA_CA_CERTS`). */
+  certificatePath: string;
+}
+
 /** How long requests in flight may still take once the webhook sends have been cut off at shutdown. */
 const REQUESTS_GRACE_AFTER_SENDS_MS = 1000;
 
@@ -43,14 +47,33 @@ export interface StartOptions {
    * and why); the connection cap is `config.maxConnections`.
    */
   transport?: Partial<Omit<TransportLimits, 'maxConnections'>>;
+  /**
+   * Whether to listen over HTTPS beside HTTP (the default, as the command line does). Without it no
+   * certificate is read or made: an embedded sandbox (the package's `startSandbox()`) that was not
+   * asked for HTTPS neither pays for it nor writes one.
+   */
+  https?: boolean;
 }
 
-/** Opens the database, seeds it, and listens over HTTP and HTTPS. Resolves once both ports are bound. */
-export async function startSandbox(
+/**
+ * Opens the database, seeds it, and listens over HTTP and, unless `options.https` is false, HTTPS.
+ * Resolves once every port is bound.
+ */
+export function startServer(
+  config: Config,
+  logger: Logger | undefined,
+  options: StartOptions & { https: false },
+): Promise<RunningServer>;
+export function startServer(
+  config: Config,
+  logger?: Logger,
+  options?: StartOptions & { https?: true },
+): Promise<RunningSandbox>;
+export async function startServer(
   config: Config,
   logger: Logger = createLogger(config.logLevel),
   options: StartOptions = {},
-): Promise<RunningSandbox> {
+): Promise<RunningServer | RunningSandbox> {
   // One server per data directory, taken before anything in it is read or written (the certificate,
   // the database) and kept until close; a second server stops here. `--memory` shares nothing.
   const lock = config.memory ? undefined : lockDataDirectory(config.dataDir);
@@ -67,12 +90,12 @@ async function startOwning(
   logger: Logger,
   lock: DataDirectoryLock | undefined,
   options: StartOptions,
-): Promise<RunningSandbox> {
+): Promise<RunningServer | RunningSandbox> {
   // Scenario files and TLS files first: a bad one stops start-up before anything is opened.
   const scenarios = loadScenarios(scenarioDirectories(config.scenariosDir));
-  const tls = await loadTlsMaterial(config, logger);
+  const tls = options.https === false ? undefined : await loadTlsMaterial(config, logger);
   // Clients that trusted an earlier certificate have to trust the new one: worth a line.
-  if (tls.source === 'generated' && !config.memory)
+  if (tls?.source === 'generated' && !config.memory)
     logger.info(
       { certificatePath: tls.certificatePath, names: tls.certificate.subjectAltName },
       'made a new HTTPS certificate',
@@ -136,14 +159,15 @@ async function startOwning(
   const release = () => {
     db.close();
     lock?.release();
-    tls.dispose();
+    tls?.dispose();
   };
 
   let info: AddressInfo;
-  let httpsInfo: AddressInfo;
+  let httpsInfo: AddressInfo | undefined;
   try {
     info = await listen(undefined, 'HTTP', 'port', config.port);
-    httpsInfo = await listen({ cert: tls.cert, key: tls.key }, 'HTTPS', 'https-port', config.httpsPort);
+    if (tls)
+      httpsInfo = await listen({ cert: tls.cert, key: tls.key }, 'HTTPS', 'https-port', config.httpsPort);
   } catch (error) {
     await stopServers(performance.now());
     await sandbox.stop();
@@ -153,7 +177,6 @@ async function startOwning(
 
   const host = info.family === 'IPv6' ? `[${info.address}]` : info.address;
   const origin = `http://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${info.port}`;
-  const httpsOrigin = `https://${httpsOriginHost(httpsInfo.address, tls.certificate)}:${httpsInfo.port}`;
   let closing: Promise<void> | undefined;
   const shutdown = (graceMs: number) => {
     // Sends on the wire are cut off at the deadline; requests in flight get a second more, so one
@@ -163,16 +186,17 @@ async function startOwning(
     closing ??= Promise.all([stopServers(requestsDeadline), sandbox.stop(deadline)]).then(release);
     return closing;
   };
-  return {
+  const running: RunningServer = {
     origin,
-    httpsOrigin,
-    certificatePath: tls.certificatePath,
     cdnUrl: config.cdnUrl ?? `${origin}/cdn`,
     location,
     sandbox,
     close: () => shutdown(0),
     shutdown,
   };
+  if (!tls || !httpsInfo) return running;
+  const httpsOrigin = `https://${httpsOriginHost(httpsInfo.address, tls.certificate)}:${httpsInfo.port}`;
+  return { ...running, httpsOrigin, certificatePath: tls.certificatePath };
 }
 
 /** A listen failure in words that name the flag to change. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { testConfig } from '../src/config.js';
-import { startSandbox } from '../src/server.js';
+import { startServer } from '../src/server.js';
 import { createTestSandbox, DEFAULT_KEY, expectError, shipmentRequest } from './helpers.js';
 import { startReceiver } from './receiver.js';
 
@@ -199,7 +199,7 @@ describe('/_sandbox/faults', () => {
   });
 
   it('adds latency and drops connections on a real socket', async () => {
-    const sandbox = await startSandbox(testConfig());
+    const sandbox = await startServer(testConfig());
     try {
       const call = (path: string, init: RequestInit = {}) =>
         fetch(`${sandbox.origin}${path}`, {

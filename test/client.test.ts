@@ -17,7 +17,7 @@ import {
   type WebhookPayload,
 } from '../src/client/index.js';
 import { testConfig } from '../src/config.js';
-import { type RunningSandbox, startSandbox } from '../src/server.js';
+import { type RunningSandbox, startServer } from '../src/server.js';
 import { PARCEL, US_DESTINATION, US_ORIGIN } from './helpers.js';
 import { type ReceivedRequest, type Receiver, startReceiver } from './receiver.js';
 
@@ -44,7 +44,7 @@ describe('the typed client, against a real server', () => {
   const sent: Request[] = [];
 
   beforeAll(async () => {
-    server = await startSandbox(testConfig());
+    server = await startServer(testConfig());
     const { data } = await createSandboxClient({ origin: server.origin }).POST('/_sandbox/accounts', {
       body: { name: 'client test' },
     });
@@ -182,7 +182,7 @@ describe('verifySignature', () => {
   let delivery: ReceivedRequest;
 
   beforeAll(async () => {
-    server = await startSandbox(testConfig());
+    server = await startServer(testConfig());
     receiver = await startReceiver([200]);
     const { data } = await createSandboxClient({ origin: server.origin }).POST('/_sandbox/accounts', {
       body: {},

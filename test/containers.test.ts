@@ -8,7 +8,7 @@ import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { type Config, parseCommandLine, SETTINGS, testConfig, webhookTargetsOf } from '../src/config.js';
-import { type RunningSandbox, startSandbox } from '../src/server.js';
+import { type RunningSandbox, startServer } from '../src/server.js';
 
 /**
  * The container files, checked without a Docker engine: the Dockerfile, the Compose file, the GitHub
@@ -113,7 +113,7 @@ const onPort = (text: string, from: number, to: number) =>
 let sandbox: RunningSandbox;
 let sandboxPort: number;
 beforeAll(async () => {
-  sandbox = await startSandbox(testConfig());
+  sandbox = await startServer(testConfig());
   sandboxPort = Number(new URL(sandbox.origin).port);
 });
 afterAll(() => sandbox.close());
@@ -302,7 +302,7 @@ describe('the Compose example', () => {
         webhookTargets: webhookTargetsOf(config),
         webhookAllowHosts: config.webhookAllowHosts.map((host) => (host === 'app' ? 'localhost' : host)),
       };
-      appSandbox = await startSandbox(local);
+      appSandbox = await startServer(local);
     });
     afterAll(async () => {
       await appSandbox?.close();

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { testConfig } from '../src/config.js';
 import { DataDirectoryInUse, lockDataDirectory } from '../src/db/data-dir-lock.js';
-import { startSandbox } from '../src/server.js';
+import { startServer } from '../src/server.js';
 import { DEFAULT_KEY, shipmentRequest } from './helpers.js';
 
 const dirs: string[] = [];
@@ -43,9 +43,9 @@ describe('the data directory lock, in one process', () => {
   it('keeps a second server off the directory while the first one serves, and lets one on after it closes', async () => {
     const dir = dataDir();
     const config = testConfig({ memory: false, dataDir: dir });
-    const first = await startSandbox(config);
+    const first = await startServer(config);
     try {
-      await expect(startSandbox(config)).rejects.toThrow(`the data directory ${dir} is in use`);
+      await expect(startServer(config)).rejects.toThrow(`the data directory ${dir} is in use`);
       const health = await fetch(`${first.origin}/healthz`);
       expect(health.status).toBe(200);
       const created = await fetch(`${first.origin}/v1/shipments`, {
@@ -57,12 +57,12 @@ describe('the data directory lock, in one process', () => {
     } finally {
       await first.close();
     }
-    const next = await startSandbox(config);
+    const next = await startServer(config);
     await next.close();
   });
 
   it('takes no lock with --memory: in-memory servers share nothing', async () => {
-    const [a, b] = await Promise.all([startSandbox(testConfig()), startSandbox(testConfig())]);
+    const [a, b] = await Promise.all([startServer(testConfig()), startServer(testConfig())]);
     try {
       expect((await fetch(`${a.origin}/healthz`)).status).toBe(200);
       expect((await fetch(`${b.origin}/healthz`)).status).toBe(200);

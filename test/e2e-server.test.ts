@@ -4,13 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testConfig } from '../src/config.js';
-import { type RunningSandbox, startSandbox } from '../src/server.js';
+import { type RunningSandbox, startServer } from '../src/server.js';
 import { DEFAULT_KEY, shipmentRequest } from './helpers.js';
 
 describe('the real server over a socket', () => {
   let sandbox: RunningSandbox;
   beforeAll(async () => {
-    sandbox = await startSandbox(testConfig());
+    sandbox = await startServer(testConfig());
   });
   afterAll(() => sandbox.close());
 

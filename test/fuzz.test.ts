@@ -8,13 +8,13 @@ import { summarise } from '../scripts/fuzz/report.js';
 import { keepUrlsOnLoopback } from '../scripts/fuzz/safety.js';
 import { arbitraryOf } from '../scripts/fuzz/schema-arbitrary.js';
 import { testConfig } from '../src/config.js';
-import { type RunningSandbox, startSandbox } from '../src/server.js';
+import { type RunningSandbox, startServer } from '../src/server.js';
 
 describe('the fuzzing pass (npm run fuzz)', () => {
   let sandbox: RunningSandbox;
   let document: ApiDocument;
   beforeAll(async () => {
-    sandbox = await startSandbox(testConfig());
+    sandbox = await startServer(testConfig());
     document = new ApiDocument((await (await fetch(`${sandbox.origin}/openapi.json`)).json()) as JsonSchema);
   });
   afterAll(() => sandbox.close());

@@ -13,7 +13,7 @@ import {
   LOOPBACK_NAMES,
   loadTlsMaterial,
 } from '../src/http/https.js';
-import { type RunningSandbox, startSandbox } from '../src/server.js';
+import { type RunningSandbox, startServer } from '../src/server.js';
 import { capturingLogger, createTestSandbox, DEFAULT_KEY, expectError } from './helpers.js';
 
 interface Answer {
@@ -94,7 +94,7 @@ describe('the HTTPS listener with the certificate kept in the data directory', (
   let ca: Buffer;
   beforeAll(async () => {
     dataDir = tempDir();
-    sandbox = await startSandbox(testConfig({ memory: false, dataDir }));
+    sandbox = await startServer(testConfig({ memory: false, dataDir }));
     ca = readFileSync(sandbox.certificatePath);
   });
   afterAll(() => sandbox.close());
@@ -140,16 +140,16 @@ describe('the kept certificate across starts', () => {
   it('is reused by the next start, and made again when deleted', async () => {
     const dataDir = tempDir();
     const config = testConfig({ memory: false, dataDir });
-    const first = await startSandbox(config);
+    const first = await startServer(config);
     const made = readFileSync(first.certificatePath);
     await first.close();
 
-    const second = await startSandbox(config);
+    const second = await startServer(config);
     expect(readFileSync(second.certificatePath)).toEqual(made);
     await second.close();
 
     rmSync(second.certificatePath);
-    const third = await startSandbox(config);
+    const third = await startServer(config);
     try {
       const remade = readFileSync(third.certificatePath);
       expect(remade).not.toEqual(made);
@@ -179,14 +179,14 @@ describe('the kept certificate across starts', () => {
   });
 
   it('is kept in a per-user temporary folder with --memory, and reused by the next start', async () => {
-    const first = await startSandbox(testConfig());
+    const first = await startServer(testConfig());
     const path = first.certificatePath;
     expect(path.startsWith(tmpdir())).toBe(true);
     const answer = await send(`${first.httpsOrigin}/healthz`, { ca: readFileSync(path) });
     expect(answer.status).toBe(200);
     const bytes = readFileSync(path, 'utf8');
     await first.close();
-    const second = await startSandbox(testConfig());
+    const second = await startServer(testConfig());
     try {
       expect(second.certificatePath).toBe(path);
       expect(readFileSync(second.certificatePath, 'utf8')).toBe(bytes);
@@ -243,7 +243,7 @@ describe('the names a made certificate covers', () => {
   });
 
   it('verify over TLS for a client that asks for an added name or this host name', async () => {
-    const sandbox = await startSandbox(
+    const sandbox = await startServer(
       testConfig({ memory: false, dataDir: tempDir(), tlsNames: ['sandbox.test'] }),
     );
     try {
@@ -313,7 +313,7 @@ describe('a certificate given by --tls-cert and --tls-key', () => {
   });
 
   it('is served, and its path is the one printed', async () => {
-    const sandbox = await startSandbox(testConfig({ tlsCert: files.cert, tlsKey: files.key }));
+    const sandbox = await startServer(testConfig({ tlsCert: files.cert, tlsKey: files.key }));
     try {
       expect(sandbox.certificatePath).toBe(files.cert);
       const ca = readFileSync(files.cert);
@@ -340,7 +340,7 @@ describe('a certificate given by --tls-cert and --tls-key', () => {
     );
   });
 
-  const refused = (overrides: Partial<Config>) => startSandbox(testConfig(overrides));
+  const refused = (overrides: Partial<Config>) => startServer(testConfig(overrides));
 
   it('refuses one without the other', async () => {
     await expect(refused({ tlsCert: files.cert })).rejects.toThrow(ConfigError);
@@ -373,8 +373,8 @@ describe('strict HTTPS over real sockets', () => {
   let ca: Buffer;
   beforeAll(async () => {
     [strict, behindProxy] = await Promise.all([
-      startSandbox(testConfig({ strictHttps: true })),
-      startSandbox(testConfig({ strictHttps: true, trustProxy: true })),
+      startServer(testConfig({ strictHttps: true })),
+      startServer(testConfig({ strictHttps: true, trustProxy: true })),
     ]);
     ca = readFileSync(strict.certificatePath);
   });
@@ -435,7 +435,7 @@ describe('strict HTTPS over real sockets', () => {
 
   it('reports the HTTPS port by its flag when it is taken', async () => {
     const port = Number(new URL(strict.httpsOrigin).port);
-    await expect(startSandbox(testConfig({ httpsPort: port }))).rejects.toThrow(
+    await expect(startServer(testConfig({ httpsPort: port }))).rejects.toThrow(
       `HTTPS port ${port} on 127.0.0.1 is already in use (choose another with --https-port, or 0 for any free port)`,
     );
   });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testConfig } from '../src/config.js';
-import { type RunningSandbox, startSandbox } from '../src/server.js';
+import { type RunningSandbox, startServer } from '../src/server.js';
 import { createTestSandbox, DEFAULT_KEY, expectError, type TestSandbox } from './helpers.js';
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
@@ -90,7 +90,7 @@ function callAs(sandbox: TestSandbox, method: string, path: string) {
 describe('405 over a real socket', () => {
   let sandbox: RunningSandbox;
   beforeAll(async () => {
-    sandbox = await startSandbox(testConfig());
+    sandbox = await startServer(testConfig());
   });
   afterAll(() => sandbox.close());
 

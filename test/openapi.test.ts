@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiDocument, type JsonSchema } from '../scripts/fuzz/document.js';
 import { testConfig } from '../src/config.js';
 import { ERROR_CODES } from '../src/core/error-codes.js';
-import { type RunningSandbox, startSandbox } from '../src/server.js';
+import { type RunningSandbox, startServer } from '../src/server.js';
 import { createTestSandbox, DEFAULT_KEY, expectError } from './helpers.js';
 
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'];
@@ -298,7 +298,7 @@ describe('/openapi.json', () => {
   });
 
   it('writes the API paths relative to servers (<origin>/v1), and gives every other path the bare origin', async () => {
-    const sandbox = await startSandbox(testConfig());
+    const sandbox = await startServer(testConfig());
     try {
       const doc = (await (await fetch(`${sandbox.origin}/openapi.json`)).json()) as any;
       expect(doc.servers).toEqual([expect.objectContaining({ url: `${sandbox.origin}/v1` })]);
@@ -328,7 +328,7 @@ describe('the response headers the document describes', () => {
   let sandbox: RunningSandbox;
   let doc: any;
   beforeAll(async () => {
-    sandbox = await startSandbox(testConfig());
+    sandbox = await startServer(testConfig());
     doc = await (await fetch(`${sandbox.origin}/openapi.json`)).json();
   });
   afterAll(() => sandbox.close());

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { MAGIC_ADDRESS_VALUES } from '../src/addresses/verification.js';
 import { testConfig } from '../src/config.js';
 import { quoteAll } from '../src/rates/pricing.js';
-import { startSandbox } from '../src/server.js';
+import { startServer } from '../src/server.js';
 import type { Shipment } from '../src/shipments/schema.js';
 import {
   createTestSandbox,
@@ -674,7 +674,7 @@ describe('GET /v1/shipments', () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'sandbox-cursor-'));
     try {
       const config = testConfig({ memory: false, dataDir });
-      const first = await startSandbox(config);
+      const first = await startServer(config);
       let cursor: string;
       let expected: string[];
       try {
@@ -696,7 +696,7 @@ describe('GET /v1/shipments', () => {
         await first.close();
       }
 
-      const second = await startSandbox(config);
+      const second = await startServer(config);
       try {
         const response = await fetch(`${second.origin}/v1/shipments?cursor=${cursor}`, {
           headers: { authorization: `Bearer ${DEFAULT_KEY}` },

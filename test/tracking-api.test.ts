@@ -511,7 +511,7 @@ describe('a restart', () => {
     return path.join(dir, 'sandbox.db');
   }
 
-  /** The app over a database file, as `startSandbox` builds it, without listening. */
+  /** The app over a database file, as `startServer` builds it, without listening. */
   function open(file: string, wall: { now: number }) {
     const config = testConfig();
     const db = openDatabase(file);

@@ -3,7 +3,7 @@ import { connect as connectTcp, type Socket } from 'node:net';
 import { connect as connectTls, TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { testConfig } from '../src/config.js';
-import { type RunningSandbox, startSandbox } from '../src/server.js';
+import { type RunningSandbox, startServer } from '../src/server.js';
 import { capturingLogger, DEFAULT_KEY } from './helpers.js';
 
 /** What came back on a connection, read until the server closed it. */
@@ -197,7 +197,7 @@ describe('requests that cannot be read, over a real socket', () => {
   let sandbox: RunningSandbox;
   let ca: Buffer;
   beforeAll(async () => {
-    sandbox = await startSandbox(testConfig(), logger);
+    sandbox = await startServer(testConfig(), logger);
     ca = readFileSync(sandbox.certificatePath);
   });
   afterAll(() => sandbox.close());
@@ -243,7 +243,7 @@ describe('slow clients', () => {
   const accounts = () =>
     (sandbox.sandbox.db.prepare('SELECT count(*) AS n FROM accounts').get() as { n: number }).n;
   beforeAll(async () => {
-    sandbox = await startSandbox(testConfig(), logger, {
+    sandbox = await startServer(testConfig(), logger, {
       transport: { headersTimeoutMs: 300, requestTimeoutMs: 600, keepAliveTimeoutMs: 300 },
     });
   });
@@ -289,7 +289,7 @@ describe('the connection cap (--max-connections)', () => {
   const { logger, lines } = capturingLogger();
   let sandbox: RunningSandbox;
   beforeAll(async () => {
-    sandbox = await startSandbox(testConfig({ maxConnections: 2 }), logger);
+    sandbox = await startServer(testConfig({ maxConnections: 2 }), logger);
   });
   afterAll(() => sandbox.close());
 
@@ -336,7 +336,7 @@ describe('clients that go away mid-request', () => {
   const { logger, lines } = capturingLogger();
   let sandbox: RunningSandbox;
   beforeAll(async () => {
-    sandbox = await startSandbox(testConfig(), logger);
+    sandbox = await startServer(testConfig(), logger);
   });
   afterAll(() => sandbox.close());
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testConfig } from '../src/config.js';
-import { type RunningSandbox, startSandbox } from '../src/server.js';
+import { type RunningSandbox, startServer } from '../src/server.js';
 import { DEFAULT_KEY, shipmentRequest } from './helpers.js';
 import { startReceiver } from './receiver.js';
 
@@ -11,7 +11,7 @@ import { startReceiver } from './receiver.js';
 describe('deliveries on a running server', () => {
   let sandbox: RunningSandbox;
   beforeAll(async () => {
-    sandbox = await startSandbox(testConfig({ webhookTimeoutMs: 5_000 }));
+    sandbox = await startServer(testConfig({ webhookTimeoutMs: 5_000 }));
   });
   afterAll(() => sandbox.close());
 

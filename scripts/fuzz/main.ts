@@ -7,7 +7,7 @@
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { testConfig } from '../../src/config.js';
-import { type RunningSandbox, startSandbox } from '../../src/server.js';
+import { type RunningSandbox, startServer } from '../../src/server.js';
 import { runFuzz } from './fuzzer.js';
 import { summarise } from './report.js';
 
@@ -51,7 +51,7 @@ async function main(): Promise<number> {
   const seed = Number(values.seed ?? 1);
   if (!Number.isSafeInteger(seed)) throw new Error('--seed must be a whole number');
 
-  const sandbox: RunningSandbox | undefined = values.origin ? undefined : await startSandbox(testConfig());
+  const sandbox: RunningSandbox | undefined = values.origin ? undefined : await startServer(testConfig());
   const origin = values.origin ?? sandbox?.origin ?? '';
   try {
     const report = await runFuzz({

@@ -1,0 +1,151 @@
+/**
+ * The package's in-process API: `import { startSandbox } from 'shipping-sandbox'`. A merchant's test
+ * suite starts a sandbox the way it starts an in-memory database: on a free loopback port, in memory,
+ * with an account of its own, and stops it without leaving anything behind.
+ */
+import { type Config, SETTINGS, testConfig } from './config.js';
+import { accountControls, type CallApp } from './embed/account.js';
+import { answerOf } from './embed/answer.js';
+import { SandboxError } from './embed/errors.js';
+import type { Sandbox, SandboxAccount, SandboxOptions } from './embed/types.js';
+import type { DeliveryLog } from './embed/wait-for-delivery.js';
+import type { EventEnvelope } from './events/schema.js';
+import { type RunningServer, startServer } from './server.js';
+import { presentAttempt } from './webhooks/service.js';
+import type { Sandbox as SandboxApp } from './wiring.js';
+
+export type * from './embed/types.js';
+export { SandboxError };
+
+/**
+ * Starts a sandbox in this process and resolves once it answers: HTTP on a free port of 127.0.0.1,
+ * everything in memory unless `dataDir` is given, no HTTPS unless asked, nothing written to the
+ * working directory, and a fresh account (not the fixed default one) whose full key it returns.
+ * Several may run at once; `stop()` each.
+ */
+export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
+  const config = configOf(options);
+  let server: RunningServer;
+  let https: Sandbox['https'];
+  if (options.https === undefined || options.https === false) {
+    server = await startServer(config, undefined, { https: false });
+  } else {
+    const running = await startServer(config, undefined, { https: true });
+    const { httpsOrigin, certificatePath } = running;
+    https = { origin: httpsOrigin, url: `${httpsOrigin}/v1`, certificatePath };
+    server = running;
+  }
+  const { origin } = server;
+  const app = server.sandbox.app;
+  let stopping: Promise<void> | undefined;
+  const stop = () => {
+    stopping ??= server.close();
+    return stopping;
+  };
+  // Once stopped, the database is closed: a helper says so rather than answering a 500.
+  const checkRunning = () => {
+    if (stopping) throw new Error('This sandbox is stopped.');
+  };
+  const callApp: CallApp = async (path, init) => {
+    checkRunning();
+    return app.request(path, init);
+  };
+  const deliveries = deliveryLog(server.sandbox, checkRunning);
+
+  const createAccount = async (account: { plan?: string; name?: string } = {}): Promise<SandboxAccount> => {
+    const response = await callApp('/_sandbox/accounts', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(account),
+    });
+    const answer = await answerOf<{ id: string; api_key: string }>(response);
+    return accountControls({ accountId: answer.id, apiKey: answer.api_key, origin, callApp, deliveries });
+  };
+
+  let first: SandboxAccount;
+  try {
+    first = await createAccount(options.plan === undefined ? {} : { plan: options.plan });
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return {
+    ...first,
+    origin,
+    url: `${origin}/v1`,
+    ...(https && { https }),
+    createAccount: (account = {}) => createAccount({ plan: options.plan, ...account }),
+    stop,
+  };
+}
+
+/** Each option and the setting of the command line it stands for, as that setting's text. */
+const OPTIONS: {
+  [K in keyof SandboxOptions]-?: (
+    value: NonNullable<SandboxOptions[K]>,
+  ) => Partial<Record<keyof Config, unknown>>;
+} = {
+  dataDir: (dir) => ({ memory: 'false', dataDir: dir }),
+  seed: (seed) => ({ seed }),
+  clockSpeed: (speed) => ({ clockSpeed: speed }),
+  // The account's plan: checked by the route that creates it.
+  plan: () => ({}),
+  https: (https) =>
+    typeof https === 'object' ? { httpsPort: https.port, tlsCert: https.cert, tlsKey: https.key } : {},
+  logLevel: (level) => ({ logLevel: level }),
+  scenariosDir: (dir) => ({ scenariosDir: dir }),
+  port: (port) => ({ port }),
+  webhookTimeout: (timeout) => ({ webhookTimeoutMs: String(timeout) }),
+  webhookRetries: (delays) => ({ webhookRetries: delays.length === 0 ? 'none' : delays.join(',') }),
+  webhookTargets: (targets) => ({ webhookTargets: targets }),
+  webhookAllowHosts: (hosts) => ({ webhookAllowHosts: [...hosts] }),
+  rateLimits: (on) => ({ noRateLimits: on ? 'false' : 'true' }),
+  renderThreads: (threads) => ({ renderThreads: threads }),
+};
+
+/** The defaults for embedding, with each option checked by the same rules as its command-line flag. */
+function configOf(options: SandboxOptions): Config {
+  if (typeof options !== 'object' || options === null)
+    throw new TypeError('startSandbox(options): options must be an object.');
+  // Never the process's environment: a merchant's PORT or LOG_LEVEL is not meant for the sandbox.
+  const config: Config = testConfig({ logLevel: 'warn' });
+  for (const [name, value] of Object.entries(options)) {
+    const toSettings = OPTIONS[name as keyof SandboxOptions] as ((value: unknown) => object) | undefined;
+    if (!toSettings)
+      throw new TypeError(
+        `startSandbox(options): unknown option '${name}'. Known: ${Object.keys(OPTIONS).join(', ')}.`,
+      );
+    if (value === undefined) continue;
+    for (const [key, input] of Object.entries(toSettings(value))) {
+      if (input === undefined) continue;
+      const parsed = SETTINGS[key as keyof typeof SETTINGS].schema.safeParse(input);
+      if (!parsed.success) {
+        const reason = parsed.error.issues[0]?.message ?? 'is invalid';
+        throw new TypeError(`startSandbox(options): invalid ${name} ${JSON.stringify(value)}: ${reason}.`);
+      }
+      (config as Record<string, unknown>)[key] = parsed.data;
+    }
+  }
+  return config;
+}
+
+/** The account's webhook traffic, read from the webhooks module's tables in-process. */
+function deliveryLog(sandbox: SandboxApp, checkRunning: () => void): DeliveryLog {
+  const { webhooks, events } = sandbox.stores;
+  return {
+    webhooks: (accountId) => {
+      checkRunning();
+      return webhooks.list(accountId);
+    },
+    attempts: (webhookId) =>
+      webhooks.attempts(webhookId, Number.MAX_SAFE_INTEGER).map((record) => ({
+        attempt: presentAttempt(record),
+        dueAt: record.scheduledAt,
+        order: record.seq,
+      })),
+    envelope: (eventId) => {
+      const body = events.body(eventId);
+      return body === undefined ? undefined : (JSON.parse(body) as EventEnvelope);
+    },
+  };
+}

@@ -1,0 +1,355 @@
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import {
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+/**
+ * The package as a merchant gets it: packed by `npm pack` (which builds it, through `prepack`),
+ * installed from the tarball into an empty project, and used there as documented: imported, required,
+ * type-checked, run by Vitest and by Jest, and started from its command.
+ *
+ * The packing happens in a copy of the sources, so the build it runs never replaces the `dist/` that
+ * other test files are using. Installing compiles nothing: better-sqlite3's installer is pointed at
+ * this checkout's own binary, and every other package comes from npm's cache.
+ */
+
+const run = promisify(execFile);
+const require = createRequire(import.meta.url);
+const version = (JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version;
+
+const scratch = mkdtempSync(join(tmpdir(), 'sandbox-package-'));
+const stage = join(scratch, 'stage');
+const app = join(scratch, 'app');
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+/**
+ * npm's own variables (a surrounding `npm test` sets many) would point the inner npm at this project;
+ * colours would get in the way of reading the test runners' reports.
+ */
+function cleanEnvironment(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env = Object.fromEntries(
+    Object.entries(process.env).filter(
+      ([name]) => !/^npm_/i.test(name) && !['INIT_CWD', 'FORCE_COLOR'].includes(name),
+    ),
+  );
+  return { ...env, TMPDIR: join(scratch, 'tmp'), NO_COLOR: '1', ...extra };
+}
+
+const node = (args: string[], cwd = app) =>
+  run(process.execPath, args, { cwd, env: cleanEnvironment(), maxBuffer: 16 * 1024 * 1024 });
+
+/**
+ * better-sqlite3's binary from this checkout, in a folder as its installer (prebuild-install) would
+ * download it: `build/Release/better_sqlite3.node` in a tarball named for the version, Node's ABI and
+ * the platform. Returns the folder; the installer is pointed at it.
+ */
+async function localPrebuilds(): Promise<string> {
+  const directory = join(scratch, 'prebuilds');
+  const module = dirname(require.resolve('better-sqlite3/package.json'));
+  const { version: sqliteVersion } = JSON.parse(readFileSync(join(module, 'package.json'), 'utf8')) as {
+    version: string;
+  };
+  mkdirSync(join(directory, 'build', 'Release'), { recursive: true });
+  copyFileSync(
+    join(module, 'build', 'Release', 'better_sqlite3.node'),
+    join(directory, 'build', 'Release', 'better_sqlite3.node'),
+  );
+  const name = `better-sqlite3-v${sqliteVersion}-node-v${process.versions.modules}-${process.platform}-${process.arch}.tar.gz`;
+  await run('tar', ['-czf', name, 'build/Release/better_sqlite3.node'], { cwd: directory });
+  return directory;
+}
+
+let packedFiles: string[] = [];
+
+beforeAll(async () => {
+  mkdirSync(join(scratch, 'tmp'));
+  // The sources the build reads, beside the project's node_modules.
+  mkdirSync(stage);
+  for (const entry of [
+    'package.json',
+    'README.md',
+    'tsconfig.json',
+    'tsconfig.build.json',
+    'src',
+    'fixtures',
+    'scenarios',
+  ])
+    cpSync(entry, join(stage, entry), { recursive: true });
+  mkdirSync(join(stage, 'scripts'));
+  copyFileSync('scripts/build.mjs', join(stage, 'scripts', 'build.mjs'));
+  symlinkSync(realpathSync('node_modules'), join(stage, 'node_modules'), 'dir');
+
+  const packed = await run('npm', ['pack', '--json', '--pack-destination', scratch], {
+    cwd: stage,
+    env: cleanEnvironment(),
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  const [report] = JSON.parse(packed.stdout) as { filename: string; files: { path: string }[] }[];
+  packedFiles = report!.files.map((file) => file.path).sort();
+
+  const prebuilds = await localPrebuilds();
+
+  mkdirSync(app);
+  writeFileSync(
+    join(app, 'package.json'),
+    JSON.stringify({ name: 'merchant-app', private: true, allowScripts: { 'better-sqlite3': true } }),
+  );
+  await run(
+    'npm',
+    ['install', join(scratch, report!.filename), '--prefer-offline', '--no-audit', '--no-fund'],
+    {
+      cwd: app,
+      env: cleanEnvironment({ npm_config_better_sqlite3_local_prebuilds: prebuilds }),
+      maxBuffer: 16 * 1024 * 1024,
+    },
+  );
+}, 240_000);
+
+/** Each step starts processes (Node, tsc, a test runner) on a machine other work shares. */
+describe('the packed package', { timeout: 90_000 }, () => {
+  it('holds what runs, and no sources, tests or source maps', () => {
+    expect(packedFiles).toEqual(
+      expect.arrayContaining([
+        'package.json',
+        'README.md',
+        'dist/index.js',
+        'dist/index.cjs',
+        'dist/client.js',
+        'dist/client.cjs',
+        'dist/main.js',
+        'dist/sandbox.cjs',
+        'dist/render-worker.cjs',
+        'dist/types/index.d.ts',
+        'dist/types/index.d.cts',
+        'dist/types/client/index.d.ts',
+        'dist/types/client/index.d.cts',
+        'fixtures/default-account.json',
+        'scenarios/standard.yaml',
+      ]),
+    );
+    const unexpected = packedFiles.filter(
+      (path) =>
+        !/^(dist|fixtures|scenarios)\//.test(path) &&
+        !['package.json', 'README.md', 'LICENSE'].includes(path),
+    );
+    expect(unexpected).toEqual([]);
+    expect(packedFiles.filter((path) => path.endsWith('.map'))).toEqual([]);
+
+    // Every file a declaration names is in the package.
+    const installed = join(app, 'node_modules', 'shipping-sandbox');
+    for (const path of packedFiles.filter((p) => /\.d\.c?ts$/.test(p))) {
+      const text = readFileSync(join(installed, path), 'utf8').replace(/\/\*[\s\S]*?\*\//g, '');
+      for (const [, specifier] of text.matchAll(/(?:from|import)\s*\(?\s*['"](\.[^'"]+)['"]/g)) {
+        const named = join(dirname(join(installed, path)), specifier!).replace(/\.(c?)js$/, '.d.$1ts');
+        expect(existsSync(named), `${path} names ${specifier}`).toBe(true);
+      }
+    }
+  });
+
+  it('is imported by an ES module, which starts a sandbox, calls it, and exits once it is stopped', async () => {
+    writeFileSync(
+      join(app, 'start.mjs'),
+      `import { startSandbox, SandboxError } from 'shipping-sandbox';
+import * as client from 'shipping-sandbox/client';
+
+const sandbox = await startSandbox();
+const headers = { authorization: 'Bearer ' + sandbox.apiKey, 'content-type': 'application/json' };
+const place = { name: 'Ada', address1: '417 Montgomery St', city: 'San Francisco', state: 'CA', zip: '94104', country: 'US' };
+const shipment = await (await fetch(sandbox.url + '/shipments', {
+  method: 'POST',
+  headers,
+  body: JSON.stringify({
+    from: place,
+    to: { ...place, address1: '350 5th Ave', city: 'New York', state: 'NY', zip: '10118' },
+    parcel: { weight: 1200, length: 30, width: 20, height: 10 },
+  }),
+})).json();
+const label = await (await fetch(sandbox.url + '/labels', {
+  method: 'POST', headers, body: JSON.stringify({ shipment_id: shipment.id }),
+})).json();
+// The first download renders the PDF on a render thread, which stop() ends too.
+const pdf = await fetch(sandbox.url + '/labels/' + label.id + '/download', { headers });
+const bytes = new Uint8Array(await pdf.arrayBuffer());
+const tracking = await sandbox.advanceShipment(shipment.id, 'delivered');
+await sandbox.stop();
+console.log(JSON.stringify({
+  shipment: shipment.status,
+  pdf: [pdf.status, new TextDecoder().decode(bytes.slice(0, 5))],
+  tracking: tracking.status,
+  errors: typeof SandboxError,
+  client: typeof client,
+}));
+`,
+    );
+    const { stdout, stderr } = await node(['start.mjs']);
+    expect(stderr).toBe('');
+    expect(JSON.parse(stdout)).toEqual({
+      shipment: 'created',
+      pdf: [200, '%PDF-'],
+      tracking: 'delivered',
+      errors: 'function',
+      client: 'object',
+    });
+  });
+
+  it("is type-checked against its declarations with the project's tsc, for import and require, then run", async () => {
+    writeFileSync(
+      join(app, 'typed.mts'),
+      `import { type Delivery, type Sandbox, SandboxError, startSandbox } from 'shipping-sandbox';
+import * as client from 'shipping-sandbox/client';
+
+declare const console: { log(text: string): void };
+
+const sandbox: Sandbox = await startSandbox({ clockSpeed: 2, webhookRetries: ['1m', 300], logLevel: 'silent' });
+const before: string = await sandbox.clock.now();
+await sandbox.clock.freeze();
+const after = await sandbox.clock.advance('1h');
+// @ts-expect-error: not a tracking status
+const teleport = () => sandbox.advanceShipment('shp_x', 'teleported');
+// @ts-expect-error: not an option
+const typo = () => startSandbox({ clockSped: 2 });
+const wait: (filter?: { event?: 'tracking.delivered' }) => Promise<Delivery> = sandbox.waitForDelivery;
+const other = await sandbox.createAccount({ plan: 'enterprise' });
+const failure: unknown = await other.advanceShipment('shp_00000000000000000000000000', 'delivered').catch((e) => e);
+await sandbox.stop();
+console.log(JSON.stringify({
+  movedAtLeastAnHour: Date.parse(after.now) - Date.parse(before) >= 3_600_000,
+  code: failure instanceof SandboxError ? failure.code : 'none',
+  url: sandbox.url === sandbox.origin + '/v1',
+  unused: [typeof teleport, typeof typo, typeof wait, typeof client],
+}));
+`,
+    );
+    writeFileSync(
+      join(app, 'required.cts'),
+      `import sandboxPackage = require('shipping-sandbox');
+
+declare const console: { log(text: string): void };
+
+const options: sandboxPackage.SandboxOptions = { seed: 'required', rateLimits: false };
+void sandboxPackage.startSandbox(options).then(async (sandbox: sandboxPackage.Sandbox) => {
+  const clock: sandboxPackage.ClockState = await sandbox.clock.read();
+  await sandbox.stop();
+  console.log(JSON.stringify({ speed: clock.speed }));
+});
+`,
+    );
+    // No @types/node: the declarations must stand on their own. The DOM's library only, because the
+    // client is a fetch client (openapi-fetch): its types name the web's Request and Response, which a
+    // program gets from either.
+    writeFileSync(
+      join(app, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          module: 'nodenext',
+          moduleResolution: 'nodenext',
+          target: 'es2022',
+          lib: ['es2023', 'dom'],
+          types: [],
+          strict: true,
+          skipLibCheck: false,
+          outDir: 'out',
+        },
+        files: ['typed.mts', 'required.cts'],
+      }),
+    );
+    await node([require.resolve('typescript/bin/tsc'), '-p', 'tsconfig.json']).catch((error) => {
+      throw new Error(`tsc: ${error.stdout}${error.stderr}`);
+    });
+    expect(JSON.parse((await node(['out/typed.mjs'])).stdout)).toEqual({
+      movedAtLeastAnHour: true,
+      code: 'not_found',
+      url: true,
+      unused: ['function', 'function', 'function', 'object'],
+    });
+    expect(JSON.parse((await node(['out/required.cjs'])).stdout)).toEqual({ speed: 1 });
+  });
+
+  it('runs the Vitest example with Vitest', async () => {
+    cpSync('examples/vitest', join(app, 'vitest-example'), { recursive: true });
+    // The merchant has Vitest installed: this project's.
+    symlinkSync(realpathSync('node_modules/vitest'), join(app, 'node_modules', 'vitest'), 'dir');
+    const vitest = join(dirname(require.resolve('vitest/package.json')), 'vitest.mjs');
+    const { stdout } = await node([vitest, 'run', '--root', 'vitest-example', '--reporter', 'verbose']);
+    expect(stdout).toMatch(/✓ .*a delivered parcel reaches our webhook handler, signed/);
+    expect(stdout).toMatch(/Tests\s+1 passed/);
+  });
+
+  it('runs the Jest example with Jest, through require and without a transform', async () => {
+    cpSync('examples/jest', join(app, 'jest-example'), { recursive: true });
+    const jest = join(dirname(require.resolve('jest/package.json')), 'bin', 'jest.js');
+    // Jest reports on stderr; were anything of the sandbox left running after stop(), Jest would not exit.
+    const { stderr } = await node([
+      jest,
+      '--config',
+      'jest-example/jest.config.cjs',
+      '--ci',
+      '--cacheDirectory',
+      join(scratch, 'jest-cache'),
+    ]);
+    expect(stderr).toMatch(/PASS .*shipping\.test\.cjs/);
+    expect(stderr).toMatch(/Tests:\s+1 passed, 1 total/);
+    expect(stderr).not.toMatch(/did not exit/);
+  });
+
+  it('installs the shipping-sandbox command: --version, -h, and serving', async () => {
+    const bin = join(app, 'node_modules', '.bin', 'shipping-sandbox');
+    expect((await run(bin, ['--version'], { cwd: app, env: cleanEnvironment() })).stdout).toBe(
+      `${version}\n`,
+    );
+    expect((await run(bin, ['-h'], { cwd: app, env: cleanEnvironment() })).stdout).toMatch(/Usage:/);
+    const viaNpx = await run('npx', ['--offline', 'shipping-sandbox', '--version'], {
+      cwd: app,
+      env: cleanEnvironment(),
+    });
+    expect(viaNpx.stdout).toBe(`${version}\n`);
+
+    const server = spawn(bin, ['--memory', '--port', '0', '--https-port', '0', '--log-level', 'warn'], {
+      cwd: app,
+      env: cleanEnvironment(),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    try {
+      const origin = await originOf(server);
+      const health = await fetch(`${origin}/healthz`);
+      expect(await health.json()).toEqual({ status: 'ok' });
+    } finally {
+      const exited = new Promise((done) => server.once('exit', done));
+      server.kill('SIGTERM');
+      expect(await exited).toBe(0);
+    }
+    // `--memory` writes nothing to the working directory.
+    expect(readdirSync(app).filter((name) => name.startsWith('.sandbox'))).toEqual([]);
+  });
+});
+
+/** The origin the server prints once it listens (in its banner or its ready line). */
+function originOf(server: ChildProcess): Promise<string> {
+  return new Promise((resolveOrigin, reject) => {
+    let output = '';
+    server.stdout?.on('data', (chunk) => {
+      output += chunk;
+      const match = /http:\/\/127\.0\.0\.1:\d+/.exec(output);
+      if (match) resolveOrigin(match[0]);
+    });
+    server.stderr?.on('data', (chunk) => {
+      output += chunk;
+    });
+    server.once('exit', (code) => reject(new Error(`exited with ${code} before listening: ${output}`)));
+  });
+}
