@@ -20,7 +20,7 @@ async function main(): Promise<void> {
     return;
   }
   const { config } = commandLine;
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config.logLevel, config.logFormat);
 
   let sandbox: Awaited<ReturnType<typeof startSandbox>>;
   try {
