@@ -1,11 +1,13 @@
 /**
  * The build: `src/` bundled with esbuild into `dist/`. One place, so each output says what it is for.
  *
- * - `dist/sandbox.cjs`: the command line and the server, one CommonJS bundle (its start-up loads one
- *   file, not hundreds). `import.meta.url` has no value in CommonJS, so it is given one
- *   (`src/build/import-meta-url.ts`).
- * - `dist/render-worker.cjs`: a label render thread (see src/labels/render/pool.ts).
- * - `dist/main.js`: the launcher that `bin` and `npm start` run (src/boot.ts).
+ * - `dist/main.js`: the command line that `bin` and `npm start` run, an ES module (its start-up
+ *   loads a few files, not hundreds). The server is split into chunks beside it that src/main.ts
+ *   loads once the flags are read, so Node 22.1+'s compile cache (`module.enableCompileCache()` in
+ *   src/main.ts) covers them, which is most of the code. Bundled CommonJS packages call `require`,
+ *   which an ES module lacks: the banner makes one.
+ * - `dist/render-worker.cjs`: a label render thread (see src/labels/render/pool.ts), CommonJS, where
+ *   `import.meta.url` has no value, so it is given one (`src/build/import-meta-url.ts`).
  *
  * Heavy renderers and the certificate maker stay outside the bundle and load from node_modules on
  * first use; better-sqlite3 and workerpool are native or spawn files of their own.
@@ -17,6 +19,7 @@ const EXTERNAL = [
   'workerpool',
   'better-sqlite3',
   'pino',
+  'pino-pretty',
   '@resvg/resvg-js',
   'pdf-lib',
   'bwip-js',
@@ -38,12 +41,23 @@ rmSync('dist', { recursive: true, force: true });
 await Promise.all([
   build({
     ...common,
-    entryPoints: { sandbox: 'src/main.ts', 'render-worker': 'src/labels/render/worker.ts' },
+    entryPoints: { main: 'src/main.ts' },
+    format: 'esm',
+    splitting: true,
+    outdir: 'dist',
+    // Chunks beside main.js: code that finds files next to itself (the render worker) finds them.
+    chunkNames: '[name]-[hash]',
+    banner: {
+      js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
+    },
+  }),
+  build({
+    ...common,
+    entryPoints: { 'render-worker': 'src/labels/render/worker.ts' },
     format: 'cjs',
     outdir: 'dist',
     outExtension: { '.js': '.cjs' },
     inject: ['src/build/import-meta-url.ts'],
     define: { 'import.meta.url': 'importMetaUrl' },
   }),
-  build({ ...common, entryPoints: ['src/boot.ts'], format: 'esm', outfile: 'dist/main.js' }),
 ]);

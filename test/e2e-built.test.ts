@@ -13,9 +13,8 @@ import { ShipmentStore } from '../src/shipments/store.js';
 import { DEFAULT_KEY, shipmentRequest } from './helpers.js';
 
 /**
- * The built command (`dist/main.js`, the launcher, and the bundle it loads through V8's code cache),
- * as `npm start` runs it: the rest of the suite runs `src/`, so this is where the bundle is proven.
- * `npm test` builds before it runs the tests.
+ * The built command (`dist/main.js` and the chunks it loads), as `npm start` runs it: the rest of the
+ * suite runs `src/`, so this is where the bundle is proven. `npm test` builds before it runs the tests.
  */
 const scratch = mkdtempSync(join(tmpdir(), 'sandbox-built-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
@@ -24,7 +23,8 @@ async function start(
   dataDir: string,
   extraArgs: string[] = [],
 ): Promise<{ child: ChildProcessWithoutNullStreams; origin: string; stderr: () => string }> {
-  // Its own TMPDIR: the first start compiles and writes the code cache, the second reads it.
+  // Its own TMPDIR: on Node 22.1+ the first start compiles and writes the compile cache there, the
+  // second reads it (Node 20 has none: both compile).
   const child = spawn(
     'node',
     [
@@ -67,7 +67,7 @@ async function stop(child: ChildProcessWithoutNullStreams) {
 }
 
 describe('the built command', () => {
-  it.each(['first start (compiles)', 'second start (from the code cache)'])(
+  it.each(['first start (compiles)', 'second start (from the compile cache on Node 22.1+)'])(
     'creates a label and renders its PDF: %s',
     async (round) => {
       expect(existsSync('dist/main.js'), 'npm test builds dist/ first').toBe(true);
