@@ -2,10 +2,11 @@
  * The build: `src/` bundled with esbuild into `dist/`. One place, so each output says what it is for.
  *
  * - `dist/main.js`: the command line that `bin` and `npm start` run, an ES module (its start-up
- *   loads a few files, not hundreds). The server is split into chunks beside it that src/main.ts
- *   loads once the flags are read, so Node 22.1+'s compile cache (`module.enableCompileCache()` in
- *   src/main.ts) covers them, which is most of the code. Bundled CommonJS packages call `require`,
- *   which an ES module lacks: the banner makes one.
+ *   loads a few files, not hundreds). What only serving needs (the server, pino) is split into a
+ *   chunk beside it that `serve` loads: the control commands start without it, and Node 22.1+'s
+ *   compile cache (`module.enableCompileCache()` in src/main.ts) covers the chunk, which is most of
+ *   the code. Bundled CommonJS packages call `require`, which an ES module lacks: the banner makes
+ *   one.
  * - `dist/render-worker.cjs`: a label render thread (see src/labels/render/pool.ts), CommonJS, where
  *   `import.meta.url` has no value, so it is given one (`src/build/import-meta-url.ts`).
  *

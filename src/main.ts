@@ -1,19 +1,42 @@
 #!/usr/bin/env node
 import nodeModule from 'node:module';
+import type { Logger } from 'pino';
 import { DEFAULT_ACCOUNT } from './accounts/default-account.js';
-import { type CommandLine, ConfigError, helpText, parseCommandLine } from './config.js';
+import { runCommandLine } from './cli/program.js';
+import {
+  bannerText,
+  portFileOf,
+  type ReadyInfo,
+  readyLine,
+  removePortFile,
+  writePortFile,
+} from './cli/ready.js';
+import { packageVersion } from './cli/version.js';
+import { type CommandLine, ConfigError, helpText, parseCommandLine, SETTINGS } from './config.js';
 import type { RunningSandbox } from './server.js';
 
 // Node 22.1+ keeps the code it compiles on disk and reads it back at the next start: the server's
-// code (loaded below, once the flags are read) then starts without being compiled again. Node 20 has
-// no such cache and starts compiling as it always did.
+// code (loaded below, on `serve`) then starts without being compiled again. Node 20 has no such
+// cache and starts compiling as it always did.
 (nodeModule as { enableCompileCache?: () => unknown }).enableCompileCache?.();
 
-/** The command line: flags and environment -> config -> open the database -> serve -> banner. */
+const version = packageVersion();
+
+/** The command line: serve (the default), or control a running sandbox (src/cli/). */
 async function main(): Promise<void> {
+  const status = await runCommandLine(process.argv.slice(2), {
+    version,
+    servingFlags: Object.values(SETTINGS),
+    serve,
+  });
+  if (status !== 0) process.exitCode = status;
+}
+
+/** Flags and environment -> config -> open the database -> serve -> the banner or the ready line. */
+async function serve(args: string[]): Promise<void> {
   let commandLine: CommandLine;
   try {
-    commandLine = parseCommandLine(process.argv.slice(2), process.env);
+    commandLine = parseCommandLine(args, process.env);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     process.stderr.write(`shipping-sandbox: ${error.message}\n`);
@@ -25,7 +48,7 @@ async function main(): Promise<void> {
     return;
   }
   const { config } = commandLine;
-  // Loaded once the flags are read: a chunk of its own in the build (scripts/build.mjs).
+  // Loaded only to serve: the control commands start without the server's code.
   const [{ createLogger }, { ScenarioFileError }, server] = await Promise.all([
     import('./logger.js'),
     import('./scenarios/files.js'),
@@ -53,38 +76,45 @@ async function main(): Promise<void> {
     return;
   }
 
-  const { origin, httpsOrigin, certificatePath, cdnUrl, location } = sandbox;
-  const key = DEFAULT_ACCOUNT.api_key.value;
-  const cert = shellQuote(certificatePath);
-  process.stdout.write(
-    [
-      'Shipping Sandbox is ready.',
-      `  API       ${origin}/v1${config.strictHttps ? '   (strict HTTPS: answers 403 https_required)' : ''}`,
-      `  HTTPS     ${httpsOrigin}/v1`,
-      `  Cert      ${certificatePath}`,
-      `  CDN       ${cdnUrl}`,
-      `  Docs      ${origin}/docs   (OpenAPI: ${origin}/openapi.json)`,
-      `  Data      ${location === ':memory:' ? 'in memory (lost at exit)' : location}`,
-      `  Test key  ${key}`,
-      '',
-      ...(config.strictHttps ? [] : [`  curl -H "Authorization: Bearer ${key}" ${origin}/v1/shipments`]),
-      `  curl --cacert ${cert} -H "Authorization: Bearer ${key}" ${httpsOrigin}/v1/shipments`,
-      `  Node clients trust the certificate with NODE_EXTRA_CA_CERTS=${cert}`,
-      '',
-    ].join('\n'),
-  );
+  const { portFile } = config;
+  if (portFile !== undefined) {
+    try {
+      writePortFile(portFile, portFileOf(sandbox.origin, sandbox.httpsOrigin));
+    } catch (error) {
+      // A script waiting for the file would wait for ever: stop instead, and say why.
+      process.stderr.write(`shipping-sandbox: cannot write --port-file: ${(error as Error).message}\n`);
+      await sandbox.close();
+      process.exitCode = 1;
+      return;
+    }
+  }
 
+  const info: ReadyInfo = {
+    origin: sandbox.origin,
+    httpsOrigin: sandbox.httpsOrigin,
+    certificatePath: sandbox.certificatePath,
+    cdnUrl: sandbox.cdnUrl,
+    location: sandbox.location,
+    apiKey: DEFAULT_ACCOUNT.api_key.value,
+    strictHttps: config.strictHttps,
+    version,
+  };
+  // A person gets the banner; a script (stdout is a pipe or a file) one JSON line to wait for.
+  process.stdout.write(process.stdout.isTTY ? bannerText(info) : readyLine(info));
+
+  onSignals(sandbox, logger, config.shutdownTimeoutMs, portFile);
+}
+
+function onSignals(sandbox: RunningSandbox, logger: Logger, graceMs: number, portFile?: string): void {
   const stop = (signal: NodeJS.Signals) => {
-    logger.info({ signal, graceMs: config.shutdownTimeoutMs }, 'shutting down');
-    void sandbox.shutdown(config.shutdownTimeoutMs).then(() => process.exit(0));
+    logger.info({ signal, graceMs }, 'shutting down');
+    void sandbox.shutdown(graceMs).then(() => {
+      if (portFile !== undefined) removePortFile(portFile);
+      process.exit(0);
+    });
   };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
-}
-
-/** A path as a POSIX shell word, so the printed commands can be pasted as they are. */
-function shellQuote(text: string): string {
-  return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replaceAll("'", "'\\''")}'`;
 }
 
 void main();

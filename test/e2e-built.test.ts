@@ -1,4 +1,4 @@
-import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { type ChildProcessWithoutNullStreams, execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -52,8 +52,8 @@ async function start(
   const origin = await new Promise<string>((resolve, reject) => {
     child.stdout.on('data', (chunk) => {
       stdout += String(chunk);
-      const match = /API\s+(http:\/\/127\.0\.0\.1:\d+)\/v1/.exec(stdout);
-      if (match && stdout.includes('Test key')) resolve(match[1] as string);
+      const match = /"ready":true,.*"origin":"(http:\/\/127\.0\.0\.1:\d+)"/.exec(stdout);
+      if (match) resolve(match[1] as string);
     });
     child.once('exit', () => reject(new Error(`exited early: ${stderr}`)));
   });
@@ -98,6 +98,22 @@ describe('the built command', () => {
       }
     },
   );
+
+  it('prints its version and help, and its control commands drive a running sandbox', async () => {
+    const version = (JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version;
+    expect(execFileSync('node', ['dist/main.js', '--version'], { encoding: 'utf8' })).toBe(`${version}\n`);
+    expect(execFileSync('node', ['dist/main.js', '--help'], { encoding: 'utf8' })).toContain('clock');
+    const { child, origin, stderr } = await start(join(scratch, 'data-control'));
+    try {
+      const control = (args: string[]) =>
+        JSON.parse(execFileSync('node', ['dist/main.js', ...args, '--url', origin], { encoding: 'utf8' }));
+      expect(control(['clock', 'freeze'])).toMatchObject({ frozen: true });
+      expect(control(['scenarios']).data.length).toBeGreaterThan(0);
+      expect(stderr()).toBe('');
+    } finally {
+      await stop(child);
+    }
+  });
 
   it.each([
     ['2', 'on its render threads'],
