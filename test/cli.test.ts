@@ -1,6 +1,5 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   formatAdvancedClock,
@@ -42,7 +41,8 @@ interface Run {
   stderr: string;
 }
 
-const tsx = join(process.cwd(), 'node_modules', '.bin', 'tsx');
+/** `src/main.ts` through tsx's loader, in one process (tsx's own command would add a parent). */
+const MAIN = ['--import', 'tsx', 'src/main.ts'];
 /** The test runner's environment without the commands' own variables, which each test sets. */
 const {
   SHIPPING_SANDBOX_URL: _url,
@@ -53,7 +53,7 @@ const {
 
 /** Runs the command with the sandbox's address in SHIPPING_SANDBOX_URL (a flag wins over it). */
 function cli(args: string[], env: Record<string, string> = {}): Promise<Run> {
-  const child = spawn(tsx, ['src/main.ts', ...args], {
+  const child = spawn(process.execPath, [...MAIN, ...args], {
     env: { ...baseEnv, SHIPPING_SANDBOX_URL: sandbox.origin, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -408,7 +408,7 @@ describe.concurrent('the command line: controls', () => {
       await api('POST', '/_sandbox/events/trigger', key, { event: 'tracking.exception' });
       await api('POST', '/_sandbox/clock/advance', key, { by: 1 });
 
-      const child = spawn(tsx, ['src/main.ts', 'listen', '--interval', '100ms'], {
+      const child = spawn(process.execPath, [...MAIN, 'listen', '--interval', '100ms'], {
         env: { ...baseEnv, SHIPPING_SANDBOX_URL: sandbox.origin, SHIPPING_SANDBOX_KEY: key },
         stdio: ['ignore', 'pipe', 'pipe'],
       });

@@ -1,5 +1,4 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { formatLine } from '../src/logger.js';
 import { DEFAULT_KEY, shipmentRequest } from './helpers.js';
@@ -7,12 +6,13 @@ import { startReceiver } from './receiver.js';
 
 /**
  * The server's log, read from its stdout as a script or a CI log would read it: the real command
- * (`tsx src/main.ts`), stdout a pipe, so JSON lines unless `--log-format` says otherwise.
+ * (`src/main.ts` through tsx), stdout a pipe, so JSON lines unless `--log-format` says otherwise.
  */
 
 type Line = Record<string, unknown>;
 const SPAWNS = 60_000;
-const tsx = join(process.cwd(), 'node_modules', '.bin', 'tsx');
+/** `src/main.ts` through tsx's loader, in one process: a signal reaches the server itself. */
+const MAIN = ['--import', 'tsx', 'src/main.ts'];
 const running: ChildProcessWithoutNullStreams[] = [];
 afterEach(() => {
   for (const child of running.splice(0)) child.kill('SIGKILL');
@@ -20,7 +20,7 @@ afterEach(() => {
 
 /** Starts the server and collects its stdout line by line; `until` resolves once a line matches. */
 async function serve(flags: string[]) {
-  const child = spawn(tsx, ['src/main.ts', '--memory', '--port', '0', '--https-port', '0', ...flags], {
+  const child = spawn(process.execPath, [...MAIN, '--memory', '--port', '0', '--https-port', '0', ...flags], {
     stdio: 'pipe',
   });
   running.push(child);
