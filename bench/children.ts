@@ -24,7 +24,8 @@ export const SANDBOX_FLAGS = [
   'warn',
 ];
 
-const BANNER_API = /API\s+http:\/\/127\.0\.0\.1:(\d+)\/v1/;
+/** The sandbox's ready line: stdout is a pipe, so it prints one JSON line, not the banner. */
+const READY_LINE = /"ready":true,.*?"origin":"http:\/\/127\.0\.0\.1:(\d+)"/;
 const BANNER_CEILING = /CEILING http:\/\/127\.0\.0\.1:(\d+)/;
 
 export interface Server {
@@ -176,7 +177,7 @@ export async function startSandbox(
     );
   }
   if (options.storage !== 'file') {
-    return startServer('sandbox', ['dist/main.js', ...SANDBOX_FLAGS], BANNER_API, {}, nodeArgs);
+    return startServer('sandbox', ['dist/main.js', ...SANDBOX_FLAGS], READY_LINE, {}, nodeArgs);
   }
   const dataDir = mkdtempSync(join(tmpdir(), 'sandbox-bench-'));
   dataDirs.add(dataDir);
@@ -190,7 +191,7 @@ export async function startSandbox(
     server = await startServer(
       'sandbox',
       ['dist/main.js', '--data-dir', dataDir, ...flags],
-      BANNER_API,
+      READY_LINE,
       {},
       nodeArgs,
     );

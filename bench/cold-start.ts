@@ -51,7 +51,7 @@ function stop(child: ChildProcess, group: boolean): Promise<void> {
 }
 
 interface Start {
-  /** Spawn to the banner on stdout. */
+  /** Spawn to the ready line on stdout. */
   bannerMs: number | null;
   /** Spawn to the first 200 from /healthz. */
   healthyMs: number;
@@ -76,8 +76,8 @@ async function startOnce(
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => {
     output += chunk.toString();
-    if (bannerMs === null && output.includes('Shipping Sandbox is ready.'))
-      bannerMs = performance.now() - started;
+    // In a pipe the sandbox prints its ready line (JSON) where a terminal gets the banner.
+    if (bannerMs === null && output.includes('"ready":true')) bannerMs = performance.now() - started;
   });
   child.stderr?.on('data', (chunk: Buffer) => {
     output += chunk.toString();

@@ -1,11 +1,14 @@
 /**
  * The build: `src/` bundled with esbuild into `dist/`. One place, so each output says what it is for.
  *
- * - `dist/sandbox.cjs`: the command line and the server, one CommonJS bundle (its start-up loads one
- *   file, not hundreds). `import.meta.url` has no value in CommonJS, so it is given one
- *   (`src/build/import-meta-url.ts`).
- * - `dist/render-worker.cjs`: a label render thread (see src/labels/render/pool.ts).
- * - `dist/main.js`: the launcher that `bin` and `npm start` run (src/boot.ts).
+ * - `dist/main.js`: the command line that `bin` and `npm start` run, an ES module (its start-up
+ *   loads a few files, not hundreds). What only serving needs (the server, pino) is split into a
+ *   chunk beside it that `serve` loads: the control commands start without it, and Node 22.1+'s
+ *   compile cache (`module.enableCompileCache()` in src/main.ts) covers the chunk, which is most of
+ *   the code. Bundled CommonJS packages call `require`, which an ES module lacks: the banner makes
+ *   one.
+ * - `dist/render-worker.cjs`: a label render thread (see src/labels/render/pool.ts), CommonJS, where
+ *   `import.meta.url` has no value, so it is given one (`src/build/import-meta-url.ts`).
  * - `dist/index.cjs`, `dist/client.cjs`: the package's entries (`shipping-sandbox`, `shipping-sandbox/client`)
  *   for `require`; `dist/index.js`, `dist/client.js`: the same for `import`, each a one-line ES module
  *   over its CommonJS bundle (Node's "wrapper" way to ship both), so a program that both imports and
@@ -27,6 +30,7 @@ const EXTERNAL = [
   'workerpool',
   'better-sqlite3',
   'pino',
+  'pino-pretty',
   '@resvg/resvg-js',
   'pdf-lib',
   'bwip-js',
@@ -55,11 +59,19 @@ rmSync('dist', { recursive: true, force: true });
 await Promise.all([
   build({
     ...common,
-    entryPoints: {
-      sandbox: 'src/main.ts',
-      'render-worker': 'src/labels/render/worker.ts',
-      index: PACKAGE_ENTRIES.index,
+    entryPoints: { main: 'src/main.ts' },
+    format: 'esm',
+    splitting: true,
+    outdir: 'dist',
+    // Chunks beside main.js: code that finds files next to itself (the render worker) finds them.
+    chunkNames: '[name]-[hash]',
+    banner: {
+      js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
     },
+  }),
+  build({
+    ...common,
+    entryPoints: { 'render-worker': 'src/labels/render/worker.ts', index: PACKAGE_ENTRIES.index },
     format: 'cjs',
     outdir: 'dist',
     outExtension: { '.js': '.cjs' },
@@ -76,7 +88,6 @@ await Promise.all([
     outExtension: { '.js': '.cjs' },
     external: [...EXTERNAL, 'openapi-fetch'],
   }),
-  build({ ...common, entryPoints: ['src/boot.ts'], format: 'esm', outfile: 'dist/main.js' }),
 ]);
 
 for (const name of Object.keys(PACKAGE_ENTRIES)) {

@@ -1,18 +1,39 @@
+#!/usr/bin/env node
+import nodeModule from 'node:module';
+import type { Logger } from 'pino';
 import { DEFAULT_ACCOUNT } from './accounts/default-account.js';
-import { type CommandLine, ConfigError, helpText, parseCommandLine } from './config.js';
+import { runCommandLine } from './cli/program.js';
+import {
+  bannerText,
+  portFileOf,
+  type ReadyInfo,
+  readyLine,
+  removePortFile,
+  writePortFile,
+} from './cli/ready.js';
+import { type CommandLine, ConfigError, helpText, parseCommandLine, SETTINGS } from './config.js';
 import { SANDBOX_VERSION } from './core/version.js';
-import { createLogger } from './logger.js';
-import { ScenarioFileError } from './scenarios/files.js';
-import { startServer } from './server.js';
+import type { RunningSandbox } from './server.js';
 
-/** The command line: flags and environment -> config -> open the database -> serve -> banner. */
+// Node 22.1+ keeps the code it compiles on disk and reads it back at the next start: the server's
+// code (loaded below, on `serve`) then starts without being compiled again. Node 20 has no such
+// cache and starts compiling as it always did.
+(nodeModule as { enableCompileCache?: () => unknown }).enableCompileCache?.();
+
+const version = SANDBOX_VERSION;
+
+/** The command line: serve (the default), or control a running sandbox (src/cli/). */
 async function main(): Promise<void> {
-  // `-h` and `--version` answer before the flags are read (the settings table has neither).
-  const args = process.argv.slice(2).map((arg) => (arg === '-h' ? '--help' : arg));
-  if (args.includes('--version')) {
-    process.stdout.write(`${SANDBOX_VERSION}\n`);
-    return;
-  }
+  const status = await runCommandLine(process.argv.slice(2), {
+    version,
+    servingFlags: Object.values(SETTINGS),
+    serve,
+  });
+  if (status !== 0) process.exitCode = status;
+}
+
+/** Flags and environment -> config -> open the database -> serve -> the banner or the ready line. */
+async function serve(args: string[]): Promise<void> {
   let commandLine: CommandLine;
   try {
     commandLine = parseCommandLine(args, process.env);
@@ -27,11 +48,17 @@ async function main(): Promise<void> {
     return;
   }
   const { config } = commandLine;
-  const logger = createLogger(config.logLevel);
+  // Loaded only to serve: the control commands start without the server's code.
+  const [{ createLogger }, { ScenarioFileError }, server] = await Promise.all([
+    import('./logger.js'),
+    import('./scenarios/files.js'),
+    import('./server.js'),
+  ]);
+  const logger = createLogger(config.logLevel, config.logFormat);
 
-  let sandbox: Awaited<ReturnType<typeof startServer>>;
+  let sandbox: RunningSandbox;
   try {
-    sandbox = await startServer(config, logger);
+    sandbox = await server.startServer(config, logger);
   } catch (error) {
     if (error instanceof ScenarioFileError) {
       process.stderr.write(`shipping-sandbox: a scenario file is invalid:\n${error.message}\n`);
@@ -49,38 +76,45 @@ async function main(): Promise<void> {
     return;
   }
 
-  const { origin, httpsOrigin, certificatePath, cdnUrl, location } = sandbox;
-  const key = DEFAULT_ACCOUNT.api_key.value;
-  const cert = shellQuote(certificatePath);
-  process.stdout.write(
-    [
-      'Shipping Sandbox is ready.',
-      `  API       ${origin}/v1${config.strictHttps ? '   (strict HTTPS: answers 403 https_required)' : ''}`,
-      `  HTTPS     ${httpsOrigin}/v1`,
-      `  Cert      ${certificatePath}`,
-      `  CDN       ${cdnUrl}`,
-      `  Docs      ${origin}/docs   (OpenAPI: ${origin}/openapi.json)`,
-      `  Data      ${location === ':memory:' ? 'in memory (lost at exit)' : location}`,
-      `  Test key  ${key}`,
-      '',
-      ...(config.strictHttps ? [] : [`  curl -H "Authorization: Bearer ${key}" ${origin}/v1/shipments`]),
-      `  curl --cacert ${cert} -H "Authorization: Bearer ${key}" ${httpsOrigin}/v1/shipments`,
-      `  Node clients trust the certificate with NODE_EXTRA_CA_CERTS=${cert}`,
-      '',
-    ].join('\n'),
-  );
+  const { portFile } = config;
+  if (portFile !== undefined) {
+    try {
+      writePortFile(portFile, portFileOf(sandbox.origin, sandbox.httpsOrigin));
+    } catch (error) {
+      // A script waiting for the file would wait for ever: stop instead, and say why.
+      process.stderr.write(`shipping-sandbox: cannot write --port-file: ${(error as Error).message}\n`);
+      await sandbox.close();
+      process.exitCode = 1;
+      return;
+    }
+  }
 
+  const info: ReadyInfo = {
+    origin: sandbox.origin,
+    httpsOrigin: sandbox.httpsOrigin,
+    certificatePath: sandbox.certificatePath,
+    cdnUrl: sandbox.cdnUrl,
+    location: sandbox.location,
+    apiKey: DEFAULT_ACCOUNT.api_key.value,
+    strictHttps: config.strictHttps,
+    version,
+  };
+  // A person gets the banner; a script (stdout is a pipe or a file) one JSON line to wait for.
+  process.stdout.write(process.stdout.isTTY ? bannerText(info) : readyLine(info));
+
+  onSignals(sandbox, logger, config.shutdownTimeoutMs, portFile);
+}
+
+function onSignals(sandbox: RunningSandbox, logger: Logger, graceMs: number, portFile?: string): void {
   const stop = (signal: NodeJS.Signals) => {
-    logger.info({ signal, graceMs: config.shutdownTimeoutMs }, 'shutting down');
-    void sandbox.shutdown(config.shutdownTimeoutMs).then(() => process.exit(0));
+    logger.info({ signal, graceMs }, 'shutting down');
+    void sandbox.shutdown(graceMs).then(() => {
+      if (portFile !== undefined) removePortFile(portFile);
+      process.exit(0);
+    });
   };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
-}
-
-/** A path as a POSIX shell word, so the printed commands can be pasted as they are. */
-function shellQuote(text: string): string {
-  return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replaceAll("'", "'\\''")}'`;
 }
 
 void main();

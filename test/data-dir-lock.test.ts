@@ -105,11 +105,11 @@ describe('the data directory lock, between server processes', () => {
     const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
       child.on('exit', (code, signal) => resolve({ code, signal })),
     );
-    /** Resolves with the API's origin once the banner is out. */
+    /** Resolves with the API's origin once the ready line is out. */
     const ready = new Promise<string>((resolve, reject) => {
       child.stdout.on('data', () => {
-        const origin = /API\s+(http:\/\/127\.0\.0\.1:\d+)\/v1/.exec(output.stdout)?.[1];
-        if (origin && output.stdout.includes('Test key')) resolve(origin);
+        const origin = /"origin":"(http:\/\/127\.0\.0\.1:\d+)"/.exec(output.stdout)?.[1];
+        if (origin && output.stdout.includes('"ready":true')) resolve(origin);
       });
       child.on('exit', () => reject(new Error(`exited before it was ready: ${output.stderr}`)));
     });

@@ -22,6 +22,9 @@ import {
   US_ORIGIN,
 } from './helpers.js';
 
+/** The log's line a request, a scheduled step and a delivery attempt (src/logger.ts). */
+const ROUTINE_LINES = ['request', 'step', 'delivery'];
+
 const T0 = Date.UTC(2026, 10, 22, 8, 0, 0);
 const SCENARIOS = loadScenarios(scenarioDirectories(undefined));
 const BACKING_OFF =
@@ -79,8 +82,9 @@ function fileSandbox(dir = mkdtempSync(join(tmpdir(), 'sandbox-disk-full-'))) {
     return { status: response.status, headers: response.headers, json, text };
   }
 
-  /** What was logged, but the debug line of each request. */
-  const messages = () => lines.map((line) => line.msg as string).filter((message) => message !== 'request');
+  /** What was logged, but the line of each request, step and delivery attempt. */
+  const messages = () =>
+    lines.map((line) => line.msg as string).filter((message) => !ROUTINE_LINES.includes(message));
   const count = (sql: string, ...params: unknown[]) =>
     db
       .prepare(sql)

@@ -1,4 +1,4 @@
-import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { type ChildProcessWithoutNullStreams, execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,9 +13,8 @@ import { ShipmentStore } from '../src/shipments/store.js';
 import { DEFAULT_KEY, shipmentRequest } from './helpers.js';
 
 /**
- * The built command (`dist/main.js`, the launcher, and the bundle it loads through V8's code cache),
- * as `npm start` runs it: the rest of the suite runs `src/`, so this is where the bundle is proven.
- * `npm test` builds before it runs the tests.
+ * The built command (`dist/main.js` and the chunks it loads), as `npm start` runs it: the rest of the
+ * suite runs `src/`, so this is where the bundle is proven. `npm test` builds before it runs the tests.
  */
 const scratch = mkdtempSync(join(tmpdir(), 'sandbox-built-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
@@ -24,7 +23,8 @@ async function start(
   dataDir: string,
   extraArgs: string[] = [],
 ): Promise<{ child: ChildProcessWithoutNullStreams; origin: string; stderr: () => string }> {
-  // Its own TMPDIR: the first start compiles and writes the code cache, the second reads it.
+  // Its own TMPDIR: on Node 22.1+ the first start compiles and writes the compile cache there, the
+  // second reads it (Node 20 has none: both compile).
   const child = spawn(
     'node',
     [
@@ -52,8 +52,8 @@ async function start(
   const origin = await new Promise<string>((resolve, reject) => {
     child.stdout.on('data', (chunk) => {
       stdout += String(chunk);
-      const match = /API\s+(http:\/\/127\.0\.0\.1:\d+)\/v1/.exec(stdout);
-      if (match && stdout.includes('Test key')) resolve(match[1] as string);
+      const match = /"ready":true,.*"origin":"(http:\/\/127\.0\.0\.1:\d+)"/.exec(stdout);
+      if (match) resolve(match[1] as string);
     });
     child.once('exit', () => reject(new Error(`exited early: ${stderr}`)));
   });
@@ -67,7 +67,7 @@ async function stop(child: ChildProcessWithoutNullStreams) {
 }
 
 describe('the built command', () => {
-  it.each(['first start (compiles)', 'second start (from the code cache)'])(
+  it.each(['first start (compiles)', 'second start (from the compile cache on Node 22.1+)'])(
     'creates a label and renders its PDF: %s',
     async (round) => {
       expect(existsSync('dist/main.js'), 'npm test builds dist/ first').toBe(true);
@@ -98,6 +98,22 @@ describe('the built command', () => {
       }
     },
   );
+
+  it('prints its version and help, and its control commands drive a running sandbox', async () => {
+    const version = (JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version;
+    expect(execFileSync('node', ['dist/main.js', '--version'], { encoding: 'utf8' })).toBe(`${version}\n`);
+    expect(execFileSync('node', ['dist/main.js', '--help'], { encoding: 'utf8' })).toContain('clock');
+    const { child, origin, stderr } = await start(join(scratch, 'data-control'));
+    try {
+      const control = (args: string[]) =>
+        JSON.parse(execFileSync('node', ['dist/main.js', ...args, '--url', origin], { encoding: 'utf8' }));
+      expect(control(['clock', 'freeze'])).toMatchObject({ frozen: true });
+      expect(control(['scenarios']).data.length).toBeGreaterThan(0);
+      expect(stderr()).toBe('');
+    } finally {
+      await stop(child);
+    }
+  });
 
   it.each([
     ['2', 'on its render threads'],

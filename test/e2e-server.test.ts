@@ -1,8 +1,9 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bannerText, readyLine } from '../src/cli/ready.js';
 import { testConfig } from '../src/config.js';
 import { type RunningSandbox, startServer } from '../src/server.js';
 import { DEFAULT_KEY, shipmentRequest } from './helpers.js';
@@ -113,9 +114,12 @@ describe('the real server over a socket', () => {
 });
 
 describe('the command line', () => {
-  const tsx = join(process.cwd(), 'node_modules', '.bin', 'tsx');
+  // tsx's loader in the one process (tsx's own command would add a parent that signals must cross).
   const run = (args: string[], env: Record<string, string> = {}) =>
-    spawn(tsx, ['src/main.ts', ...args], { env: { ...process.env, ...env }, stdio: 'pipe' });
+    spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
+      env: { ...process.env, ...env },
+      stdio: 'pipe',
+    });
 
   const collect = (child: ChildProcessWithoutNullStreams) => {
     const output = { stdout: '', stderr: '' };
@@ -129,38 +133,91 @@ describe('the command line', () => {
     return { output, exited };
   };
 
-  it('starts on a data directory, prints the banner, and stops cleanly on SIGTERM', async () => {
+  it('starts on a data directory, prints its ready line and port file, and stops cleanly on SIGTERM', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'sandbox-e2e-'));
+    const portFile = join(dataDir, 'ports.json');
+    const flags = ['--port', '0', '--https-port', '0', '--data-dir', dataDir, '--log-level', 'warn'];
+    const child = run([...flags, '--port-file', portFile]);
     try {
-      const child = run(['--port', '0', '--https-port', '0', '--data-dir', dataDir, '--log-level', 'warn']);
       const { output, exited } = collect(child);
-      await new Promise<void>((resolve, reject) => {
-        const timer = setInterval(() => {
-          if (output.stdout.includes('Test key')) {
-            clearInterval(timer);
-            resolve();
-          }
-        }, 20);
-        child.on('exit', () => {
-          clearInterval(timer);
-          reject(new Error(`exited early: ${output.stderr}`));
+      // stdout is a pipe: one JSON line to wait for, not the banner.
+      const line = await new Promise<string>((resolve, reject) => {
+        child.stdout.on('data', () => {
+          const found = output.stdout.split('\n').find((text) => text.includes('"ready":true'));
+          if (found) resolve(found);
         });
+        child.on('exit', () => reject(new Error(`exited early: ${output.stderr}`)));
       });
-      const origin = /API\s+(http:\/\/127\.0\.0\.1:\d+)\/v1/.exec(output.stdout)?.[1];
-      expect(origin).toBeDefined();
-      expect(output.stdout).toContain(`Test key  ${DEFAULT_KEY}`);
-      expect(output.stdout).toContain(`CDN       ${origin}/cdn`);
-      expect(output.stdout).toContain(join(dataDir, 'sandbox.db'));
-      expect(output.stdout).toMatch(/HTTPS\s+https:\/\/localhost:\d+\/v1/);
-      expect(output.stdout).toContain(`Cert      ${join(dataDir, 'tls', 'cert.pem')}`);
+      const ready = JSON.parse(line);
+      const origin = ready.origin as string;
+      expect(origin).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect(ready).toEqual({
+        ready: true,
+        version: expect.stringMatching(/^\d+\.\d+\.\d+/),
+        origin,
+        url: `${origin}/v1`,
+        httpsOrigin: expect.stringMatching(/^https:\/\/localhost:\d+$/),
+        httpsUrl: `${ready.httpsOrigin}/v1`,
+        certificatePath: join(dataDir, 'tls', 'cert.pem'),
+        cdnUrl: `${origin}/cdn`,
+        data: join(dataDir, 'sandbox.db'),
+        apiKey: DEFAULT_KEY,
+        dashboardUrl: `${origin}/dashboard#key=${DEFAULT_KEY}`,
+        docsUrl: `${origin}/docs`,
+        pid: child.pid,
+      });
+      // Written before the ready line, whole (under a temporary name, then renamed).
+      expect(JSON.parse(readFileSync(portFile, 'utf8'))).toEqual({
+        port: Number(new URL(origin).port),
+        httpsPort: Number(new URL(ready.httpsOrigin).port),
+        origin,
+      });
+      expect(readdirSync(dataDir).filter((name) => name.includes('.tmp'))).toEqual([]);
       const health = await fetch(`${origin}/healthz`);
       expect(health.status).toBe(200);
 
       child.kill('SIGTERM');
       expect(await exited).toBe(0);
+      // Gone at a clean stop: a script waiting for the next start does not read a dead port.
+      expect(existsSync(portFile)).toBe(false);
     } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
       rmSync(dataDir, { recursive: true, force: true });
     }
+  });
+
+  it('stops with exit code 1 when it cannot write its port file, rather than leave a script waiting', async () => {
+    const { output, exited } = collect(
+      run(['--memory', '--port', '0', '--https-port', '0', '--port-file', '/nonexistent-dir/ports.json']),
+    );
+    expect(await exited).toBe(1);
+    expect(output.stderr).toMatch(/cannot write --port-file: ENOENT/);
+    expect(output.stdout).not.toContain('"ready"');
+  });
+
+  it('prints the banner, with the dashboard link for the default key, on a terminal', () => {
+    const info = {
+      origin: 'http://127.0.0.1:4010',
+      httpsOrigin: 'https://localhost:4443',
+      certificatePath: '/data/tls/cert.pem',
+      cdnUrl: 'http://127.0.0.1:4010/cdn',
+      location: ':memory:',
+      apiKey: DEFAULT_KEY,
+      strictHttps: false,
+      version: '1.2.3',
+    };
+    const banner = bannerText(info);
+    expect(banner).toMatch(/^Shipping Sandbox 1\.2\.3 is ready\.\n/);
+    expect(banner).toContain('  API        http://127.0.0.1:4010/v1\n');
+    expect(banner).toContain(`  Dashboard  http://127.0.0.1:4010/dashboard#key=${DEFAULT_KEY}\n`);
+    expect(banner).toContain(`  Test key   ${DEFAULT_KEY}\n`);
+    expect(banner).toContain('  Data       in memory (lost at exit)\n');
+    expect(banner).toContain(
+      `  curl -H "Authorization: Bearer ${DEFAULT_KEY}" http://127.0.0.1:4010/v1/shipments`,
+    );
+    expect(bannerText({ ...info, strictHttps: true })).not.toContain('curl -H');
+    expect(JSON.parse(readyLine(info))).toMatchObject({ ready: true, url: 'http://127.0.0.1:4010/v1' });
+    expect(readyLine(info).split('\n')).toHaveLength(2);
   });
 
   it('refuses a bad flag value with a clear message and exit code 2', async () => {

@@ -132,7 +132,6 @@ describe('the packed package', { timeout: 90_000 }, () => {
         'dist/client.js',
         'dist/client.cjs',
         'dist/main.js',
-        'dist/sandbox.cjs',
         'dist/render-worker.cjs',
         'dist/types/index.d.ts',
         'dist/types/index.d.cts',

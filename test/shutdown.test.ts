@@ -44,7 +44,7 @@ async function start(dataDir: string, flags: string[]) {
   });
   const origin = await new Promise<string>((resolve, reject) => {
     child.stdout.on('data', () => {
-      const found = /API\s+(http:\/\/127\.0\.0\.1:\d+)\/v1/.exec(stdout)?.[1];
+      const found = /"origin":"(http:\/\/127\.0\.0\.1:\d+)"/.exec(stdout)?.[1];
       if (found) resolve(found);
     });
     void exited.then(() => reject(new Error(`exited early: ${stderr}`)));

@@ -372,6 +372,7 @@ export class Scheduler {
         outcome = await pending;
         this.markStatement.run({ seq: row.seq, state: 'done', finishedAt: job.dueAt, error: null });
       }
+      this.logger.info({ account: job.accountId, ...summary, ...outcome }, 'step');
       return { ...summary, ...outcome };
     } catch (error) {
       if (isPassingStorageFailure(error)) {

@@ -247,6 +247,21 @@ export class WebhookDelivery implements DueQueue {
     });
     // A send cut off by a stopping sandbox stays `sending`: it goes out again after the next start.
     if (result === undefined || result === CUT_OFF) return;
+    this.deps.logger.info(
+      {
+        account: attempt.accountId,
+        webhook: webhook.id,
+        delivery: attempt.id,
+        event: attempt.eventType,
+        event_id: attempt.eventId,
+        attempt: attempt.attempt,
+        outcome: result.ok ? 'succeeded' : 'failed',
+        response_status: result.responseStatus,
+        error: result.error,
+        duration_ms: result.durationMs,
+      },
+      'delivery',
+    );
     const writeOutcome = () =>
       transaction(this.deps.db, () => this.settle(attempt, result, sentAt, options.manual));
     try {

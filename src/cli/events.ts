@@ -1,0 +1,29 @@
+import { Argument, type Command, Option } from 'commander';
+import { EVENT_TYPES } from '../events/schema.js';
+import { controlAction, parseLimit } from './control.js';
+import { type EventEnvelope, type EventList, formatEvents, formatTriggered } from './format.js';
+
+/** `trigger` and `events`: fire a sample event at the account's webhooks, and read the event log. */
+export function addEventCommands(program: Command): void {
+  controlAction(
+    program
+      .command('trigger')
+      .description("fire an event with sample data to the account's webhooks, as `stripe trigger` does")
+      .addArgument(new Argument('<event>', 'the event').choices(EVENT_TYPES)),
+    async ({ api, out }, { args: [event] }) =>
+      out.answer(await api.post<EventEnvelope>('/_sandbox/events/trigger', { event }), formatTriggered),
+  );
+
+  controlAction(
+    program
+      .command('events')
+      .description("list the account's events, newest first")
+      .addOption(new Option('--event <event>', 'only this event').choices(EVENT_TYPES))
+      .option('--limit <n>', 'how many', parseLimit, 20),
+    async ({ api, out }, { options }) => {
+      const query = new URLSearchParams({ limit: String(options.limit) });
+      if (options.event !== undefined) query.set('event', String(options.event));
+      out.answer(await api.get<EventList>(`/_sandbox/events?${query}`), formatEvents);
+    },
+  );
+}

@@ -1,0 +1,140 @@
+import { Command, CommanderError, Help, Option } from 'commander';
+import { addAccountCommands } from './accounts.js';
+import { addClockCommands } from './clock.js';
+import { addEventCommands } from './events.js';
+import { SandboxError, UnreachableError } from './sandbox-api.js';
+import { addShipmentCommands } from './shipments.js';
+import { addWebhookCommands } from './webhooks.js';
+
+/** A serving flag as the settings table (src/config.ts) describes it; only its help is shown here. */
+export interface ServingFlag {
+  flag: string;
+  env: string;
+  kind: 'string' | 'boolean' | 'list';
+  placeholder?: string;
+  defaultText: string;
+  description: string;
+}
+
+export interface CommandLineParts {
+  version: string;
+  /** The settings table's flags, for `serve --help`. */
+  servingFlags: ServingFlag[];
+  /**
+   * Starts serving with the serving flags as given (parsed and checked by the settings table, which
+   * also reads their environment variables). Resolves once serving, or once it failed and said why.
+   */
+  serve(args: string[]): Promise<void>;
+}
+
+/** The exit status of a usage error (a wrong flag, a missing argument); an answer's error is 1. */
+export const USAGE_ERROR = 2;
+
+/**
+ * The command line: `serve` (the default: `shipping-sandbox --port 0` serves), and the commands that
+ * control a running sandbox. Resolves with the exit status (0 also while serving goes on).
+ */
+export async function runCommandLine(argv: string[], parts: CommandLineParts): Promise<number> {
+  const program = createProgram(parts);
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+    return 0;
+  } catch (error) {
+    // Commander has said what was wrong (or printed the help or the version) already.
+    if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : USAGE_ERROR;
+    if (error instanceof SandboxError) {
+      process.stderr.write(`error: ${error.message} (${error.summary})\n`);
+      return 1;
+    }
+    if (error instanceof UnreachableError) {
+      process.stderr.write(`error: ${error.message}\n`);
+      return 1;
+    }
+    throw error;
+  }
+}
+
+export function createProgram(parts: CommandLineParts): Command {
+  const program = new Command('shipping-sandbox')
+    .description('A high-fidelity sandbox of the shipping API: serve one, or control a running one.')
+    .usage('[serve] [flags]  |  shipping-sandbox <command> [options]')
+    .version(parts.version, '-v, --version', 'print the version')
+    .helpOption('-h, --help', 'print this help')
+    // Set before the commands are made: `.command()` copies them to each.
+    .exitOverride()
+    .showHelpAfterError('(add --help for usage)');
+
+  program.commandsGroup('Serve:');
+  addServeCommand(program, parts);
+  program.commandsGroup('Clock:');
+  addClockCommands(program);
+  program.commandsGroup('Shipments and tracking:');
+  addShipmentCommands(program);
+  program.commandsGroup('Events and webhooks:');
+  addEventCommands(program);
+  addWebhookCommands(program);
+  program.commandsGroup('Accounts:');
+  addAccountCommands(program);
+  program.addHelpText('after', CONTROL_HELP);
+  return program;
+}
+
+const CONTROL_HELP = `
+With no command, serves: \`shipping-sandbox serve --help\` lists every flag.
+
+The other commands control a running sandbox. Its address and the key of the account to act on come
+from --url and --key, or SHIPPING_SANDBOX_URL and SHIPPING_SANDBOX_KEY (default: the sandbox on
+127.0.0.1:4010 and its default account). On a terminal they print readable lines; in a pipe, the
+JSON the sandbox answered (--json and --pretty choose). An error exits with 1 (the sandbox refused:
+its message is printed) or 2 (the command line is wrong).
+
+Examples:
+  shipping-sandbox --port 0 --memory            serve in memory on a free port
+  shipping-sandbox clock advance 2h             move the account's clock, running what falls due
+  shipping-sandbox shipments                    the newest shipments and their tracking numbers
+  shipping-sandbox shipments advance shp_… delivered
+  shipping-sandbox trigger tracking.delivered   send a sample event to the webhooks
+  shipping-sandbox listen                       print webhook deliveries as they happen
+  shipping-sandbox accounts create --plan starter
+`;
+
+/**
+ * `serve`, the default command. Its flags are the settings table's: commander shows them in the
+ * help, and hands them over as they were typed to the table's own parser, which also reads their
+ * environment variables and says which value is wrong and why.
+ */
+function addServeCommand(program: Command, parts: CommandLineParts): void {
+  const serve = program
+    .command('serve', { isDefault: true })
+    .description('serve the sandbox (the default command): shipping-sandbox [serve] [flags]')
+    .usage('[flags]')
+    .allowUnknownOption()
+    .allowExcessArguments()
+    .configureHelp({
+      // The table's flags, then what commander would show (its own --help).
+      visibleOptions: (command) => [
+        ...parts.servingFlags.map(helpOption),
+        ...new Help().visibleOptions(command),
+      ],
+    })
+    .action(async (_options, command: Command) => {
+      const [first] = command.args;
+      // A word where a flag should be: most likely a mistyped command, not a serving flag.
+      if (first !== undefined && !first.startsWith('-'))
+        program.error(`error: unknown command '${first}'`, { exitCode: USAGE_ERROR });
+      await parts.serve(command.args);
+    });
+  serve.addHelpText(
+    'after',
+    '\nEach flag is also read from its environment variable; a flag wins over its variable.\n',
+  );
+}
+
+/** A serving flag as commander shows it, with its variable and its default. */
+function helpOption(flag: ServingFlag): Option {
+  const option = new Option(
+    `--${flag.flag}${flag.placeholder ? ` <${flag.placeholder}>` : ''}`,
+    flag.description,
+  ).env(flag.env);
+  return flag.kind === 'boolean' ? option : option.default(flag.defaultText, flag.defaultText);
+}

@@ -1,0 +1,98 @@
+import { renameSync, rmSync, writeFileSync } from 'node:fs';
+
+/** What a started sandbox tells people and scripts. */
+export interface ReadyInfo {
+  origin: string;
+  httpsOrigin: string;
+  certificatePath: string;
+  cdnUrl: string;
+  /** `:memory:` or the database file. */
+  location: string;
+  /** The default account's key. */
+  apiKey: string;
+  strictHttps: boolean;
+  version: string;
+}
+
+export const dashboardUrl = (origin: string, key: string) => `${origin}/dashboard#key=${key}`;
+
+/** The banner a person reads on a terminal. */
+export function bannerText(info: ReadyInfo): string {
+  const { origin, httpsOrigin, apiKey: key } = info;
+  const cert = shellQuote(info.certificatePath);
+  return [
+    `Shipping Sandbox ${info.version} is ready.`,
+    `  API        ${origin}/v1${info.strictHttps ? '   (strict HTTPS: answers 403 https_required)' : ''}`,
+    `  HTTPS      ${httpsOrigin}/v1`,
+    `  Cert       ${info.certificatePath}`,
+    `  CDN        ${info.cdnUrl}`,
+    `  Docs       ${origin}/docs   (OpenAPI: ${origin}/openapi.json)`,
+    `  Dashboard  ${dashboardUrl(origin, key)}`,
+    `  Data       ${info.location === ':memory:' ? 'in memory (lost at exit)' : info.location}`,
+    `  Test key   ${key}`,
+    '',
+    ...(info.strictHttps ? [] : [`  curl -H "Authorization: Bearer ${key}" ${origin}/v1/shipments`]),
+    `  curl --cacert ${cert} -H "Authorization: Bearer ${key}" ${httpsOrigin}/v1/shipments`,
+    `  Node clients trust the certificate with NODE_EXTRA_CA_CERTS=${cert}`,
+    '  Control it from another terminal: shipping-sandbox --help',
+    '',
+  ].join('\n');
+}
+
+/**
+ * The line a script waits for when stdout is not a terminal: one JSON object, on one line, once
+ * both ports are bound. The log's JSON lines share the stream; this one is told apart by `ready`.
+ */
+export function readyLine(info: ReadyInfo): string {
+  return `${JSON.stringify({
+    ready: true,
+    version: info.version,
+    origin: info.origin,
+    url: `${info.origin}/v1`,
+    httpsOrigin: info.httpsOrigin,
+    httpsUrl: `${info.httpsOrigin}/v1`,
+    certificatePath: info.certificatePath,
+    cdnUrl: info.cdnUrl,
+    data: info.location,
+    apiKey: info.apiKey,
+    dashboardUrl: dashboardUrl(info.origin, info.apiKey),
+    docsUrl: `${info.origin}/docs`,
+    pid: process.pid,
+  })}\n`;
+}
+
+/** What `--port-file` holds. */
+export interface PortFile {
+  port: number;
+  httpsPort: number;
+  origin: string;
+}
+
+export function portFileOf(origin: string, httpsOrigin: string): PortFile {
+  return { port: Number(new URL(origin).port), httpsPort: Number(new URL(httpsOrigin).port), origin };
+}
+
+/**
+ * Writes the port file under a temporary name and renames it into place: a script that polls for
+ * the file never reads half of it.
+ */
+export function writePortFile(path: string, content: PortFile): void {
+  const temporary = `${path}.${process.pid}.tmp`;
+  try {
+    writeFileSync(temporary, `${JSON.stringify(content)}\n`);
+    renameSync(temporary, path);
+  } catch (error) {
+    rmSync(temporary, { force: true });
+    throw error;
+  }
+}
+
+/** At a clean stop the file goes, so a script waiting for the next start does not read this one. */
+export function removePortFile(path: string): void {
+  rmSync(path, { force: true });
+}
+
+/** A path as a POSIX shell word, so the printed commands can be pasted as they are. */
+function shellQuote(text: string): string {
+  return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replaceAll("'", "'\\''")}'`;
+}
