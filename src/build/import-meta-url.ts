@@ -1,5 +1,5 @@
 /**
- * Injected into the CommonJS bundle (`dist/sandbox.cjs`) only, where `import.meta.url` has no value:
+ * Injected into the CommonJS bundles (the render worker, the package's `index.cjs`) only, where `import.meta.url` has no value:
  * the build maps `import.meta.url` to this. Modules run from `src/` never load it.
  */
 export const importMetaUrl: string = require('node:url').pathToFileURL(__filename).href;
