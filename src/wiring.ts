@@ -210,14 +210,15 @@ export function createSandbox({
   const auth = authenticate((key) => accounts.resolveKey(key));
   // Mounted only in strict mode: every middleware is a step of every request.
   if (config.strictHttps) app.use('/v1/*', requireHttps(config));
-  // Order matters: the body is read first (an oversized one is refused before anything else), then
-  // who is calling; the journal sees every outcome after that, the limits count the request, faults
-  // may take it over, and only then is the body checked for its route.
+  // Order matters: the body is read first (an oversized one is refused before anything else); the
+  // journal sees every outcome after that (a revoked key's refusal included), then who is calling,
+  // the limits count the request, faults may take it over, and only then is the body checked for
+  // its route.
   app.use(
     '/v1/*',
     readBody,
+    journalRequests(journal, { realNow, revokedKeyOf: (key) => accounts.revokedKeyOf(key) }),
     auth,
-    journalRequests(journal),
     rateLimit(rateLimiter, (caller) => accounts.limitsOf(caller), realNow),
     injectFaults(faults),
     requireJsonObjectBody,
