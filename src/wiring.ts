@@ -9,10 +9,12 @@ import { clockModule } from './clock/module.js';
 import { ClockService } from './clock/service.js';
 import { type Config, webhookTargetsOf } from './config.js';
 import { clockNow } from './core/clock.js';
+import { toJsonText } from './core/json.js';
 import { CursorCodec } from './core/paging.js';
 import { type Db, transaction } from './db/database.js';
 import { SettingsStore } from './db/settings.js';
 import { eventsModule } from './events/module.js';
+import { sampleEventData } from './events/sample-events.js';
 import { EventStore } from './events/store.js';
 import { injectFaults } from './faults/middleware.js';
 import { faultsModule } from './faults/module.js';
@@ -157,6 +159,9 @@ export function createSandbox({
     timeoutMs: config.webhookTimeoutMs,
     destinations,
     resolve: resolveHost,
+    recordTestEvent: (accountId, type, now) =>
+      events.record(accountId, type, toJsonText(sampleEventData(type, now)), now, { announce: false }),
+    realNow,
     logger,
   });
   // The outbox: every event's deliveries are written in the transaction that records it.

@@ -35,6 +35,7 @@ async function controls(sandbox: TestSandbox) {
     ['POST', `/_sandbox/shipments/${shipment.id}/scenario`, { name: 'express' }, 'write'],
     ['POST', `/_sandbox/shipments/${shipment.id}/events`, { status: 'in_transit' }, 'write'],
     ['POST', `/_sandbox/deliveries/${delivery.id}/redeliver`, undefined, 'write'],
+    ['POST', `/_sandbox/webhooks/${hook.json.id}/probe`, undefined, 'write'],
     ['POST', '/_sandbox/keys', { name: 'another' }, 'full'],
     ['POST', '/_sandbox/account', { plan: 'enterprise' }, 'full'],
     ['POST', '/_sandbox/faults', { path: '/v1/shipments', status: 503 }, 'full'],
