@@ -37,6 +37,9 @@ import { UrlSigner } from './labels/signed-url.js';
 import { LabelStore } from './labels/store.js';
 import type { SandboxModule } from './module.js';
 import { ratesModule } from './rates/module.js';
+import { reportModule } from './report/module.js';
+import { ClientObservations } from './report/observations.js';
+import { ReportService } from './report/service.js';
 import { ScenarioCatalog } from './scenarios/catalog.js';
 import type { Scenario } from './scenarios/files.js';
 import { scenariosModule } from './scenarios/module.js';
@@ -99,6 +102,8 @@ export function createSandbox({
   const scheduler = new Scheduler(db, (accountId) => accounts.clockOf(accountId), logger, realNow);
   const clock = new ClockService({ clocks: accounts, scheduler, realNow, initialSpeed: config.clockSpeed });
   const events = new EventStore(db);
+  // What the integration report keeps of the client's behaviour, fed by the journal and the label CDN.
+  const observations = new ClientObservations(realNow);
 
   const shipmentStore = new ShipmentStore(db);
   const shipments: ShipmentService = new ShipmentService({
@@ -124,6 +129,7 @@ export function createSandbox({
       stop: (actor, labelId) => tracking.stop(actor, labelId),
     },
     nowOf,
+    noteUrlFetch: (fetch) => observations.noteLabelUrl(fetch),
   });
 
   const trackingStore = new TrackingStore(db);
@@ -169,7 +175,14 @@ export function createSandbox({
 
   const faults = new FaultStore(db);
   const journal = new RequestJournal();
+  journal.observe((accountId, request) => observations.noteRequest(accountId, request));
   const rateLimiter = new RateLimiter();
+  const reports = new ReportService({
+    observations,
+    recentAttempts: (accountId, limit) => webhookStore.recentAttempts(accountId, limit),
+    webhookTimeoutMs: config.webhookTimeoutMs,
+    realNow,
+  });
 
   /** Lower modules first: a module's reset runs before those of the modules it uses. */
   const modules: SandboxModule[] = [
@@ -184,6 +197,7 @@ export function createSandbox({
     webhooksModule({ webhooks, delivery, store: webhookStore }),
     faultsModule({ faults }),
     journalModule({ journal }),
+    reportModule({ reports, observations }),
   ];
 
   for (const module of modules) {

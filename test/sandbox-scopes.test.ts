@@ -28,6 +28,8 @@ async function controls(sandbox: TestSandbox) {
     ['GET', '/_sandbox/requests', undefined, 'read'],
     ['GET', '/_sandbox/keys', undefined, 'read'],
     ['GET', `/_sandbox/webhooks/${hook.json.id}/deliveries`, undefined, 'read'],
+    ['GET', '/_sandbox/report', undefined, 'read'],
+    ['GET', '/_sandbox/report?format=junit', undefined, 'read'],
     ['POST', '/_sandbox/clock', { frozen: true }, 'write'],
     ['POST', '/_sandbox/clock/advance', { by: 1 }, 'write'],
     ['POST', '/_sandbox/events/trigger', { event: 'tracking.delivered' }, 'write'],
