@@ -4,7 +4,7 @@
  * test/architecture.test.ts runs these rules and also checks that no two folders import each other.
  */
 const RESOURCES =
-  'accounts|addresses|clock|events|faults|journal|labels|rates|scenarios|shipments|tracking|webhooks';
+  'accounts|addresses|clock|events|faults|journal|labels|rates|report|scenarios|shipments|tracking|webhooks';
 
 module.exports = {
   forbidden: [

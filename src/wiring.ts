@@ -9,10 +9,12 @@ import { clockModule } from './clock/module.js';
 import { ClockService } from './clock/service.js';
 import { type Config, webhookTargetsOf } from './config.js';
 import { clockNow } from './core/clock.js';
+import { toJsonText } from './core/json.js';
 import { CursorCodec } from './core/paging.js';
 import { type Db, transaction } from './db/database.js';
 import { SettingsStore } from './db/settings.js';
 import { eventsModule } from './events/module.js';
+import { sampleEventData } from './events/sample-events.js';
 import { EventStore } from './events/store.js';
 import { injectFaults } from './faults/middleware.js';
 import { faultsModule } from './faults/module.js';
@@ -36,6 +38,9 @@ import { UrlSigner } from './labels/signed-url.js';
 import { LabelStore } from './labels/store.js';
 import type { SandboxModule } from './module.js';
 import { ratesModule } from './rates/module.js';
+import { reportModule } from './report/module.js';
+import { ClientObservations } from './report/observations.js';
+import { ReportService } from './report/service.js';
 import { ScenarioCatalog } from './scenarios/catalog.js';
 import type { Scenario } from './scenarios/files.js';
 import { scenariosModule } from './scenarios/module.js';
@@ -100,6 +105,8 @@ export function createSandbox({
   const scheduler = new Scheduler(db, (accountId) => accounts.clockOf(accountId), logger, realNow);
   const clock = new ClockService({ clocks: accounts, scheduler, realNow, initialSpeed: config.clockSpeed });
   const events = new EventStore(db);
+  // What the integration report keeps of the client's behaviour, fed by the journal and the label CDN.
+  const observations = new ClientObservations(realNow);
 
   const shipmentStore = new ShipmentStore(db);
   const shipments: ShipmentService = new ShipmentService({
@@ -125,6 +132,7 @@ export function createSandbox({
       stop: (actor, labelId) => tracking.stop(actor, labelId),
     },
     nowOf,
+    noteUrlFetch: (fetch) => observations.noteLabelUrl(fetch),
   });
 
   const trackingStore = new TrackingStore(db);
@@ -160,6 +168,9 @@ export function createSandbox({
     timeoutMs: config.webhookTimeoutMs,
     destinations,
     resolve: resolveHost,
+    recordTestEvent: (accountId, type, now) =>
+      events.record(accountId, type, toJsonText(sampleEventData(type, now)), now, { announce: false }),
+    realNow,
     logger,
   });
   // The outbox: every event's deliveries are written in the transaction that records it.
@@ -167,7 +178,14 @@ export function createSandbox({
 
   const faults = new FaultStore(db);
   const journal = new RequestJournal();
+  journal.observe((accountId, request) => observations.noteRequest(accountId, request));
   const rateLimiter = new RateLimiter();
+  const reports = new ReportService({
+    observations,
+    recentAttempts: (accountId, limit) => webhookStore.recentAttempts(accountId, limit),
+    webhookTimeoutMs: config.webhookTimeoutMs,
+    realNow,
+  });
 
   /** Lower modules first: a module's reset runs before those of the modules it uses. */
   const modules: SandboxModule[] = [
@@ -182,6 +200,7 @@ export function createSandbox({
     webhooksModule({ webhooks, delivery, store: webhookStore }),
     faultsModule({ faults }),
     journalModule({ journal }),
+    reportModule({ reports, observations }),
   ];
 
   for (const module of modules) {
@@ -214,14 +233,15 @@ export function createSandbox({
   const auth = authenticate((key) => accounts.resolveKey(key));
   // Mounted only in strict mode: every middleware is a step of every request.
   if (config.strictHttps) app.use('/v1/*', requireHttps(config));
-  // Order matters: the body is read first (an oversized one is refused before anything else), then
-  // who is calling; the journal sees every outcome after that, the limits count the request, faults
-  // may take it over, and only then is the body checked for its route.
+  // Order matters: the body is read first (an oversized one is refused before anything else); the
+  // journal sees every outcome after that (a revoked key's refusal included), then who is calling,
+  // the limits count the request, faults may take it over, and only then is the body checked for
+  // its route.
   app.use(
     '/v1/*',
     readBody,
+    journalRequests(journal, { realNow, revokedKeyOf: (key) => accounts.revokedKeyOf(key) }),
     auth,
-    journalRequests(journal),
     rateLimit(rateLimiter, (caller) => accounts.limitsOf(caller), realNow),
     injectFaults(faults),
     requireJsonObjectBody,

@@ -462,6 +462,8 @@ describe('the readable output', () => {
     error: 'timeout' as const,
     error_message: 'no answer within 10 s',
     next_attempt_at: '2026-11-22T08:30:00Z',
+    probe: false,
+    probe_signature: null,
   };
 
   it('goes to a terminal; JSON goes everywhere else, unless --json or --pretty says', () => {

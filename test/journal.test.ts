@@ -1,13 +1,24 @@
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_ACCOUNT } from '../src/accounts/default-account.js';
 import { RequestJournal } from '../src/journal/journal.js';
+import { createTestSandbox, expectError } from './helpers.js';
 
 const entry = (n: number) => ({
+  id: `req_${n}`,
   method: 'GET',
   path: `/v1/shipments/${n}`,
   query: '',
   status: 200,
-  duration_ms: 1,
+  code: null,
+  durationMs: 1,
   at: Date.UTC(2026, 10, 22, 8, 0, n % 60),
+  wallAt: Date.UTC(2026, 10, 22, 8, 0, n % 60),
+  answeredWallAt: Date.UTC(2026, 10, 22, 8, 0, n % 60),
+  keyId: 'key_a',
+  keyRevoked: false,
+  retryAfter: null,
+  bodySha256: null,
 });
 
 describe('request journal', () => {
@@ -39,5 +50,65 @@ describe('request journal', () => {
     journal.forget('acc_a');
     expect(journal.recent('acc_a', 10)).toEqual([]);
     expect(journal.recent('acc_unknown', 10)).toEqual([]);
+  });
+});
+
+describe('journal entries of the API', () => {
+  it('name each request, its key, both clocks, its error code, Retry-After and the hash of its body', async () => {
+    const sandbox = createTestSandbox();
+    await sandbox.call('POST', '/_sandbox/clock', { body: { speed: 60 } });
+    sandbox.wall.now += 1000;
+    const body = JSON.stringify({ url: 'http://127.0.0.1:9/hooks', events: [] });
+    expectError(await sandbox.call('POST', '/v1/webhooks', { body }), 422, 'invalid_field', 'events');
+    await sandbox.call('POST', '/_sandbox/faults', {
+      body: { method: 'GET', path: '/v1/shipments', status: 429, retry_after: 30, times: 1 },
+    });
+    expect((await sandbox.call('GET', '/v1/shipments?limit=2')).status).toBe(429);
+
+    const [refused, posted] = (await sandbox.call('GET', '/_sandbox/requests')).json.data;
+    expect(posted).toEqual({
+      id: expect.stringMatching(/^req_[0-9A-HJKMNP-TV-Z]{26}$/),
+      method: 'POST',
+      path: '/v1/webhooks',
+      query: '',
+      status: 422,
+      code: 'invalid_field',
+      duration_ms: expect.any(Number),
+      // The account's clock runs 60 times faster than the wall clock: a second is a minute.
+      at: '2026-11-22T08:01:00Z',
+      wall_at: '2026-11-22T08:00:01Z',
+      key_id: DEFAULT_ACCOUNT.api_key.id,
+      key_revoked: false,
+      retry_after: null,
+      body_sha256: createHash('sha256').update(body).digest('hex'),
+    });
+    expect(refused).toMatchObject({ status: 429, query: 'limit=2', retry_after: 30, body_sha256: null });
+    expect(refused.id).not.toBe(posted.id);
+  });
+
+  it("journals a request refused for a revoked key in the key's account, and keeps nothing of unknown keys", async () => {
+    const sandbox = createTestSandbox();
+    const account = await sandbox.newAccount();
+    const made = await sandbox.call('POST', '/_sandbox/keys', { key: account, body: { name: 'old' } });
+    await sandbox.call('DELETE', `/_sandbox/keys/${made.json.id}`, { key: account });
+    expectError(await sandbox.call('GET', '/v1/shipments', { key: made.json.value }), 401, 'invalid_api_key');
+    // Unknown and malformed keys belong to no account: nothing is journaled for them anywhere.
+    expectError(
+      await sandbox.call('GET', '/v1/shipments', { key: `svc_test_${'0'.repeat(32)}` }),
+      401,
+      'invalid_api_key',
+    );
+    expectError(await sandbox.call('GET', '/v1/shipments', { key: 'nonsense' }), 401, 'invalid_api_key');
+
+    const journal = (await sandbox.call('GET', '/_sandbox/requests', { key: account })).json.data;
+    expect(journal).toEqual([
+      expect.objectContaining({
+        key_id: made.json.id,
+        key_revoked: true,
+        status: 401,
+        code: 'invalid_api_key',
+      }),
+    ]);
+    expect((await sandbox.call('GET', '/_sandbox/requests')).json.data).toEqual([]);
   });
 });

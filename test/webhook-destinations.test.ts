@@ -499,7 +499,10 @@ describe('the delivery log keeps refused destinations across an upgrade', () => 
     const db = openDatabase(file);
     try {
       expect(db.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length);
-      expect(db.prepare('SELECT * FROM webhook_attempts ORDER BY seq').all()).toEqual(before);
+      // Every row as it was (later migrations may add columns of their own beside them).
+      expect(db.prepare('SELECT * FROM webhook_attempts ORDER BY seq').all()).toEqual(
+        before.map((row) => expect.objectContaining(row as object)),
+      );
       expect(indexes(db)).toEqual(indexesBefore);
       expect(indexesBefore.map((index: any) => index.name)).toEqual(
         expect.arrayContaining([

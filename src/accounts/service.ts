@@ -127,6 +127,22 @@ export class AccountService {
     return { accountId: found.account.id, keyId: found.key.id, scopes: found.key.scopes, now };
   }
 
+  /**
+   * Whose revoked key this is, for the request journal (a request refused with it is the account's
+   * client using a key it should have dropped). Undefined for a key that is valid, unknown or not a
+   * test key: those belong to no account, and nothing is kept of them.
+   */
+  revokedKeyOf(value: string): { accountId: string; keyId: string; now: number } | undefined {
+    if (keyShape(value) !== 'test') return undefined;
+    const found = this.store.findByKey(value);
+    if (!found || found.key.revokedAt === null) return undefined;
+    return {
+      accountId: found.account.id,
+      keyId: found.key.id,
+      now: clockNow(found.account.clock, this.realNow()),
+    };
+  }
+
   /** The caller's rate limits, worked out once per account state and key. */
   limitsOf(caller: Caller): CallerLimits {
     const account = this.get(caller.accountId);

@@ -509,6 +509,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/_sandbox/webhooks/{id}/probe": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send the receiver a correctly signed and a forged delivery; answers whether it told them apart
+         * @description Both deliveries carry `Service-Probe: true` and a fresh test event of the webhook's first subscribed type. They show in the delivery log with `probe: true`, are never retried, never move the webhook toward `failed`, and count only toward the integration report's `verifies_signatures`. Answers once the receiver has answered both (or the webhook timeout has passed).
+         */
+        post: operations["probeWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/_sandbox/emails": {
         parameters: {
             query?: never;
@@ -569,8 +589,28 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The account's recent API requests, newest first */
+        /** The account's recent API requests (the last 1,000), newest first */
         get: operations["listRequests"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/_sandbox/report": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The integration report: how the account's client behaves, and what would break in production
+         * @description Each check is `pass`, `fail` or `not_observed`, with a one-line summary and the evidence (request ids of GET /_sandbox/requests, delivery ids of GET /_sandbox/webhooks/:id/deliveries, label ids). `?format=junit` answers a JUnit XML document instead. See docs/report.md.
+         */
+        get: operations["getIntegrationReport"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1446,6 +1486,13 @@ export interface components {
             attempt: number;
             /** @description sent by POST /_sandbox/deliveries/:id/redeliver */
             redelivery: boolean;
+            /** @description sent by POST /_sandbox/webhooks/:id/probe: never retried, never moves the webhook toward failed, counted only by the report's verifies_signatures */
+            probe: boolean;
+            /**
+             * @description a probe's signature: correct (genuine) or deliberately wrong (forged); null for other deliveries
+             * @enum {string|null}
+             */
+            probe_signature: "genuine" | "forged" | null;
             /** @enum {string} */
             status: "scheduled" | "sending" | "succeeded" | "failed" | "cancelled";
             /**
@@ -1474,6 +1521,30 @@ export interface components {
              * @example 2026-11-22T08:23:14Z
              */
             next_attempt_at: string | null;
+        };
+        WebhookProbe: {
+            /** @description the correctly signed delivery */
+            genuine: {
+                /** @description the attempt in GET /_sandbox/webhooks/:id/deliveries */
+                delivery_id: string;
+                /** @description the receiver's status; null when it did not answer */
+                response_status: number | null;
+                /** @enum {string|null} */
+                error: "timeout" | "connection" | "http" | "destination_not_allowed" | null;
+                duration_ms: number | null;
+            };
+            /** @description the delivery with a wrong signature */
+            forged: {
+                /** @description the attempt in GET /_sandbox/webhooks/:id/deliveries */
+                delivery_id: string;
+                /** @description the receiver's status; null when it did not answer */
+                response_status: number | null;
+                /** @enum {string|null} */
+                error: "timeout" | "connection" | "http" | "destination_not_allowed" | null;
+                duration_ms: number | null;
+            };
+            /** @description true when the receiver accepted (2xx) the genuine delivery and refused the forged one; false otherwise */
+            verifies_signatures: boolean;
         };
         EmailList: {
             data: {
@@ -1532,17 +1603,130 @@ export interface components {
             data: components["schemas"]["JournalEntry"][];
         };
         JournalEntry: {
+            /**
+             * @description what the integration report's evidence names
+             * @example req_01JD…
+             */
+            id: string;
             method: string;
             path: string;
             query: string;
             /** @description 0 when an injected fault dropped the connection */
             status: number;
+            /** @description the error's code when the answer was an error */
+            code: string | null;
             duration_ms: number;
             /**
              * Format: date-time
+             * @description when it arrived, on the account's clock
              * @example 2026-11-22T08:23:14Z
              */
             at: string;
+            /**
+             * Format: date-time
+             * @description when it arrived, by the wall clock
+             * @example 2026-11-22T08:23:14Z
+             */
+            wall_at: string;
+            key_id: string;
+            /** @description the key had been revoked, and the request was refused with 401 */
+            key_revoked: boolean;
+            /** @description the Retry-After of the answer, in seconds, when it had one */
+            retry_after: number | null;
+            /** @description SHA-256 of the body, for methods that carry one */
+            body_sha256: string | null;
+        };
+        IntegrationReport: {
+            account_id: string;
+            /**
+             * Format: date-time
+             * @description on the account's clock
+             * @example 2026-11-22T08:23:14Z
+             */
+            generated_at: string;
+            /**
+             * Format: date-time
+             * @description by the wall clock
+             * @example 2026-11-22T08:23:14Z
+             */
+            generated_wall_at: string;
+            /**
+             * @description `fail` when any check fails; `pass` when none fails and at least one passes
+             * @enum {string}
+             */
+            status: "pass" | "fail" | "not_observed";
+            checks: components["schemas"]["ReportCheck"][];
+        };
+        ReportCheck: {
+            /** @enum {string} */
+            id: "respects_retry_after" | "verifies_signatures" | "webhook_handler_succeeds" | "webhook_handler_fast" | "refreshes_label_urls" | "uses_valid_keys" | "relies_on_tracking_webhooks" | "checks_before_retrying" | "does_not_repeat_rejected_requests";
+            /** @description what a well-behaved client does, in words */
+            title: string;
+            /**
+             * @description `not_observed` when the sandbox has seen nothing yet that this check could judge
+             * @enum {string}
+             */
+            status: "pass" | "fail" | "not_observed";
+            /** @description one line a developer can act on: what happened, what the live service would do, what to change */
+            summary: string;
+            /** @description how many occurrences were judged; the evidence shows the first few */
+            counts: {
+                /** @description occurrences judged well-behaved */
+                passed: number;
+                /** @description occurrences judged failing */
+                failed: number;
+            };
+            evidence: components["schemas"]["ReportEvidence"][];
+        };
+        ReportEvidence: {
+            /**
+             * @description what `id` names: a request of GET /_sandbox/requests, a delivery attempt of GET /_sandbox/webhooks/:id/deliveries, or a label whose pre-signed URL was fetched
+             * @enum {string}
+             */
+            kind: "request" | "delivery" | "label_url";
+            /** @example req_01JD… */
+            id: string;
+            /**
+             * Format: date-time
+             * @description when it happened, on the account's clock
+             * @example 2026-11-22T08:23:14Z
+             */
+            at: string | null;
+            /**
+             * Format: date-time
+             * @description when it happened, by the wall clock
+             * @example 2026-11-22T08:23:14Z
+             */
+            wall_at: string | null;
+            /** @description one line: what this piece of evidence shows */
+            detail: string;
+            /** @description request: its method */
+            method?: string;
+            /** @description request: its path */
+            path?: string;
+            /** @description request: the key it came with */
+            key_id?: string;
+            /** @description request or delivery: the status answered (null: no answer) */
+            response_status?: number | null;
+            /** @description delivery: its webhook */
+            webhook_id?: string;
+            /** @description delivery: its event */
+            event_id?: string;
+            /** @description delivery: its event's type */
+            event?: string;
+            /** @description delivery: real milliseconds until the receiver's answer */
+            duration_ms?: number | null;
+            /**
+             * @description delivery: a probe's signature; null for other deliveries
+             * @enum {string|null}
+             */
+            probe_signature?: "genuine" | "forged" | null;
+            /**
+             * Format: date-time
+             * @description label_url: when the URL expired
+             * @example 2026-11-22T08:23:14Z
+             */
+            expires_at?: string;
         };
     };
     responses: never;
@@ -6627,6 +6811,128 @@ export interface operations {
             };
         };
     };
+    probeWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Both answers */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookProbe"];
+                };
+            };
+            /** @description Bad request: `invalid_json`, `request_too_large`, `unsupported_content_type` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_json" | "request_too_large" | "unsupported_content_type";
+                        };
+                    };
+                };
+            };
+            /** @description No valid API key: `invalid_api_key`, `missing_api_key` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_api_key" | "missing_api_key";
+                        };
+                    };
+                };
+            };
+            /** @description Forbidden: `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "insufficient_scope";
+                        };
+                    };
+                };
+            };
+            /** @description Not found: `not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "not_found";
+                        };
+                    };
+                };
+            };
+            /** @description Method not allowed: `method_not_allowed` */
+            405: {
+                headers: {
+                    /** @description The methods this path takes, such as `GET, POST` */
+                    Allow: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "method_not_allowed";
+                        };
+                    };
+                };
+            };
+            /** @description Unexpected error: `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "internal_error";
+                        };
+                    };
+                };
+            };
+            /** @description Insufficient storage: `insufficient_storage` */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "insufficient_storage";
+                        };
+                    };
+                };
+            };
+        };
+    };
     listEmails: {
         parameters: {
             query?: {
@@ -7150,6 +7456,102 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["JournalEntryList"];
+                };
+            };
+            /** @description Bad request: `invalid_parameter` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_parameter";
+                        };
+                    };
+                };
+            };
+            /** @description No valid API key: `invalid_api_key`, `missing_api_key` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_api_key" | "missing_api_key";
+                        };
+                    };
+                };
+            };
+            /** @description Forbidden: `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "insufficient_scope";
+                        };
+                    };
+                };
+            };
+            /** @description Method not allowed: `method_not_allowed` */
+            405: {
+                headers: {
+                    /** @description The methods this path takes, such as `GET, POST` */
+                    Allow: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "method_not_allowed";
+                        };
+                    };
+                };
+            };
+            /** @description Unexpected error: `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "internal_error";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getIntegrationReport: {
+        parameters: {
+            query?: {
+                /** @description `json` (the default), or `junit`: a JUnit XML document for CI systems that show test reports */
+                format?: "json" | "junit";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The report */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IntegrationReport"];
+                    "application/xml": string;
                 };
             };
             /** @description Bad request: `invalid_parameter` */

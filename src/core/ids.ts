@@ -2,7 +2,19 @@ import { randomFillSync } from 'node:crypto';
 import { ulid } from 'ulid';
 
 /** Every identifier prefix the API hands out. */
-export type IdPrefix = 'shp' | 'lbl' | 'evt' | 'wh' | 'cur' | 'key' | 'acct' | 'dlv' | 'eml' | 'flt' | 'job';
+export type IdPrefix =
+  | 'shp'
+  | 'lbl'
+  | 'evt'
+  | 'wh'
+  | 'cur'
+  | 'key'
+  | 'acct'
+  | 'dlv'
+  | 'eml'
+  | 'flt'
+  | 'job'
+  | 'req';
 
 /**
  * Cryptographic random bytes, drawn from a pool refilled 4 KiB at a time. `ulid`'s own generator asks

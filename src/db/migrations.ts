@@ -295,4 +295,13 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX webhook_attempts_by_event ON webhook_attempts (event_id);
   CREATE INDEX webhook_attempts_due ON webhook_attempts (account_id, scheduled_at) WHERE status = 'scheduled';
   `,
+  /* 11: probe deliveries, and the wall-clock time of each send */ `
+  -- POST /_sandbox/webhooks/:id/probe sends a correctly signed delivery and a forged one: each is marked,
+  -- so it is never retried, never fails its webhook and counts only toward the report's
+  -- verifies_signatures. NULL for every other attempt.
+  ALTER TABLE webhook_attempts ADD COLUMN probe TEXT CHECK (probe IN ('genuine', 'forged'));
+  -- When the attempt went out by the wall clock (sent_at is the account's clock): the report's evidence
+  -- gives both. NULL for attempts sent before this migration.
+  ALTER TABLE webhook_attempts ADD COLUMN sent_wall_at INTEGER;
+  `,
 ];

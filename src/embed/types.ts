@@ -165,6 +165,10 @@ export interface DeliveryAttempt {
   error: 'timeout' | 'connection' | 'http' | 'destination_not_allowed' | null;
   error_message: string | null;
   next_attempt_at: string | null;
+  /** Sent by `POST /_sandbox/webhooks/:id/probe`: counted only by the report's `verifies_signatures`. */
+  probe: boolean;
+  /** A probe's signature: correct (`genuine`) or deliberately wrong (`forged`); null for other deliveries. */
+  probe_signature: 'genuine' | 'forged' | null;
 }
 
 /** A delivery attempt with the event it carried. */

@@ -51,16 +51,23 @@ export class EventStore {
 
   /**
    * Records an event whose `data` is already JSON text (often the very text the API answers with), so
-   * the envelope is written around it rather than serialised again.
+   * the envelope is written around it rather than serialised again. `announce: false` keeps it from
+   * the subscribers: a webhook probe's test event goes to the one webhook probed, not to every one.
    */
-  record(accountId: string, type: EventType, data: JsonText<unknown>, now: number): RecordedEvent {
+  record(
+    accountId: string,
+    type: EventType,
+    data: JsonText<unknown>,
+    now: number,
+    { announce = true }: { announce?: boolean } = {},
+  ): RecordedEvent {
     const id = newId('evt', now);
     const body = `{"id":${JSON.stringify(id)},"event":${JSON.stringify(type)},"created_at":${JSON.stringify(
       formatTimestamp(now),
     )},"data":${data}}` as JsonText<EventEnvelope>;
     this.insert.run({ id, accountId, type, createdAt: now, packed: packBody(body) });
     const event: RecordedEvent = { id, accountId, type, createdAt: now, body };
-    for (const subscriber of this.subscribers) subscriber(event);
+    if (announce) for (const subscriber of this.subscribers) subscriber(event);
     return event;
   }
 

@@ -9,18 +9,23 @@ const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
 /** Turns a presented key into its caller, or throws the contract's 401 (`invalid_api_key`). */
 export type KeyResolver = (key: string) => Caller;
 
+/** The key an `Authorization` header presents as `Bearer <key>`, if it does. */
+export function bearerKey(header: string | undefined): string | undefined {
+  const match = header === undefined ? null : BEARER.exec(header);
+  return match ? (match[1] as string) : undefined;
+}
+
 /**
  * `Authorization: Bearer <key>`: 401 `missing_api_key` without one; otherwise the resolver (the
  * accounts module) says whose key it is, and the caller is set on the request.
  */
 export function authenticate(resolveKey: KeyResolver): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    const header = c.req.header('authorization');
-    const match = header === undefined ? null : BEARER.exec(header);
-    if (!match) {
+    const key = bearerKey(c.req.header('authorization'));
+    if (key === undefined) {
       throw new ApiError(401, 'missing_api_key', 'Send your API key as Authorization: Bearer svc_test_….');
     }
-    c.set('caller', resolveKey(match[1] as string));
+    c.set('caller', resolveKey(key));
     await next();
   };
 }

@@ -1,29 +1,90 @@
 import { formatTimestamp } from '../core/time.js';
 
-export interface JournalEntry {
+/**
+ * One API request as the journal keeps it. Instants stay numbers until someone reads the journal:
+ * `at` on the account's clock, `wallAt` and `answeredWallAt` on the wall clock (the report judges
+ * waits, such as a `Retry-After`, in real seconds).
+ */
+export interface JournaledRequest {
+  /** `req_…`: what the report's evidence names. */
+  id: string;
   method: string;
   path: string;
   query: string;
   /** 0 when an injected fault dropped the connection. */
   status: number;
+  /** The contract's error code when the answer was an error. */
+  code: string | null;
+  durationMs: number;
+  /** When it arrived, on the account's clock. */
+  at: number;
+  /** When it arrived, by the wall clock. */
+  wallAt: number;
+  /** When it was answered, by the wall clock. */
+  answeredWallAt: number;
+  keyId: string;
+  /** The key had been revoked: the request was refused with 401 before anything else. */
+  keyRevoked: boolean;
+  /** Seconds, when the answer carried `Retry-After`. */
+  retryAfter: number | null;
+  /** SHA-256 of the body (hex), for methods that carry one: tells a resend from a changed request. */
+  bodySha256: string | null;
+}
+
+/** What `GET /_sandbox/requests` shows of an entry. */
+export interface JournalEntry {
+  id: string;
+  method: string;
+  path: string;
+  query: string;
+  status: number;
+  code: string | null;
   duration_ms: number;
   at: string;
+  wall_at: string;
+  key_id: string;
+  key_revoked: boolean;
+  retry_after: number | null;
+  body_sha256: string | null;
 }
+
+/** Hears of every request as it is journaled, for the integration report's bounded observations. */
+export type RequestListener = (accountId: string, request: JournaledRequest) => void;
 
 const ENTRIES_PER_ACCOUNT = 1000;
 
-/** An entry as kept: the instant stays a number until someone reads the journal. */
-type KeptEntry = Omit<JournalEntry, 'at'> & { at: number };
+export function presentRequest(request: JournaledRequest): JournalEntry {
+  return {
+    id: request.id,
+    method: request.method,
+    path: request.path,
+    query: request.query,
+    status: request.status,
+    code: request.code,
+    duration_ms: request.durationMs,
+    at: formatTimestamp(request.at),
+    wall_at: formatTimestamp(request.wallAt),
+    key_id: request.keyId,
+    key_revoked: request.keyRevoked,
+    retry_after: request.retryAfter,
+    body_sha256: request.bodySha256,
+  };
+}
 
 /**
  * The request journal, as WireMock keeps one: each account's most recent API requests, so a test can
  * assert what its client really sent. In memory, a ring of the last 1,000 per account; it starts
- * empty after a restart.
+ * empty after a restart. Listeners hear of each request as it is recorded.
  */
 export class RequestJournal {
-  private readonly rings = new Map<string, { entries: KeptEntry[]; next: number }>();
+  private readonly rings = new Map<string, { entries: JournaledRequest[]; next: number }>();
+  private readonly listeners: RequestListener[] = [];
 
-  record(accountId: string, entry: KeptEntry): void {
+  observe(listener: RequestListener): void {
+    this.listeners.push(listener);
+  }
+
+  record(accountId: string, entry: JournaledRequest): void {
     let ring = this.rings.get(accountId);
     if (!ring) {
       ring = { entries: [], next: 0 };
@@ -31,6 +92,7 @@ export class RequestJournal {
     }
     ring.entries[ring.next] = entry;
     ring.next = (ring.next + 1) % ENTRIES_PER_ACCOUNT;
+    for (const listener of this.listeners) listener(accountId, entry);
   }
 
   /** Newest first. */
@@ -40,8 +102,8 @@ export class RequestJournal {
     const { entries, next } = ring;
     const newestFirst: JournalEntry[] = [];
     for (let i = 1; i <= Math.min(limit, entries.length); i++) {
-      const entry = entries[(next - i + entries.length) % entries.length] as KeptEntry;
-      newestFirst.push({ ...entry, at: formatTimestamp(entry.at) });
+      const entry = entries[(next - i + entries.length) % entries.length] as JournaledRequest;
+      newestFirst.push(presentRequest(entry));
     }
     return newestFirst;
   }

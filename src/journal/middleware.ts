@@ -1,25 +1,76 @@
+import { createHash } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
+import type { Caller } from '../core/actor.js';
+import { ApiError } from '../core/errors.js';
+import { newId } from '../core/ids.js';
+import { bearerKey } from '../http/auth.js';
 import type { AppEnv } from '../http/context.js';
 import type { RequestJournal } from './journal.js';
 
-/** Journals every authenticated API request of an account, whatever its outcome. */
-export function journalRequests(journal: RequestJournal): MiddlewareHandler<AppEnv> {
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
+
+/** A revoked key of an account, as the accounts module finds it; unknown keys belong to no one. */
+export type RevokedKeyResolver = (
+  key: string,
+) => { accountId: string; keyId: string; now: number } | undefined;
+
+export interface JournalDeps {
+  /** The wall clock beside the account's. */
+  realNow: () => number;
+  revokedKeyOf: RevokedKeyResolver;
+}
+
+/**
+ * Journals every API request of an account, whatever its outcome. It runs ahead of the key check, so
+ * that a request refused for a revoked key is journaled too, in the account the key belonged to; a
+ * key that is unknown, malformed or absent belongs to no account and is not kept anywhere.
+ */
+export function journalRequests(journal: RequestJournal, deps: JournalDeps): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const started = performance.now();
-    const { accountId, now } = c.get('caller');
+    const wallAt = deps.realNow();
     try {
       await next();
     } finally {
-      const url = c.req.url;
-      const queryStart = url.indexOf('?');
-      journal.record(accountId, {
-        method: c.req.method,
-        path: c.req.path,
-        query: queryStart === -1 ? '' : url.slice(queryStart + 1),
-        status: c.get('dropped') ? 0 : c.res.status,
-        duration_ms: Math.round((performance.now() - started) * 100) / 100,
-        at: now,
-      });
+      const caller = c.get('caller') as Caller | undefined;
+      const error = c.error instanceof ApiError ? c.error : undefined;
+      const revoked =
+        caller === undefined && error?.code === 'invalid_api_key'
+          ? revokedKey(c.req.header('authorization'), deps.revokedKeyOf)
+          : undefined;
+      const who = caller ?? revoked;
+      if (who) {
+        const url = c.req.url;
+        const queryStart = url.indexOf('?');
+        const status = c.get('dropped') ? 0 : c.res.status;
+        const retryAfter = Number(c.res.headers.get('retry-after') ?? Number.NaN);
+        journal.record(who.accountId, {
+          id: newId('req', who.now),
+          method: c.req.method,
+          path: c.req.path,
+          query: queryStart === -1 ? '' : url.slice(queryStart + 1),
+          status,
+          code: error?.code ?? null,
+          durationMs: Math.round((performance.now() - started) * 100) / 100,
+          at: who.now,
+          wallAt,
+          answeredWallAt: deps.realNow(),
+          keyId: who.keyId,
+          keyRevoked: revoked !== undefined,
+          retryAfter: Number.isFinite(retryAfter) ? retryAfter : null,
+          // The body was read by `readBody` before this ran, so this is its cached text.
+          bodySha256: BODY_METHODS.has(c.req.method)
+            ? createHash('sha256')
+                .update(await c.req.text())
+                .digest('hex')
+            : null,
+        });
+      }
     }
   };
+}
+
+function revokedKey(header: string | undefined, revokedKeyOf: RevokedKeyResolver) {
+  const key = bearerKey(header);
+  return key === undefined ? undefined : revokedKeyOf(key);
 }

@@ -10,12 +10,29 @@ const LimitQuery = z.object({ limit: limitParam(LIMIT) });
 
 const RequestEntrySchema = z
   .object({
+    id: z
+      .string()
+      .openapi({ example: 'req_01JD…', description: "what the integration report's evidence names" }),
     method: z.string(),
     path: z.string(),
     query: z.string(),
     status: z.number().int().openapi({ description: '0 when an injected fault dropped the connection' }),
+    code: z.string().nullable().openapi({ description: "the error's code when the answer was an error" }),
     duration_ms: z.number(),
-    at: TimestampSchema,
+    at: TimestampSchema.openapi({ description: "when it arrived, on the account's clock" }),
+    wall_at: TimestampSchema.openapi({ description: 'when it arrived, by the wall clock' }),
+    key_id: z.string(),
+    key_revoked: z
+      .boolean()
+      .openapi({ description: 'the key had been revoked, and the request was refused with 401' }),
+    retry_after: z
+      .number()
+      .nullable()
+      .openapi({ description: 'the Retry-After of the answer, in seconds, when it had one' }),
+    body_sha256: z
+      .string()
+      .nullable()
+      .openapi({ description: 'SHA-256 of the body, for methods that carry one' }),
   })
   .openapi('JournalEntry');
 
@@ -27,7 +44,7 @@ export function journalRoutes(journal: RequestJournal) {
       path: '/requests',
       operationId: 'listRequests',
       tags: ['Sandbox controls'],
-      summary: "The account's recent API requests, newest first",
+      summary: "The account's recent API requests (the last 1,000), newest first",
       security: BEARER_SECURITY,
       middleware: [requireScope('shipments:read')] as const,
       request: { query: LimitQuery },

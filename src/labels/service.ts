@@ -44,6 +44,22 @@ export interface LabelServiceDeps {
   tracking: LabelTracking;
   /** The instant an account's clock reads now (pre-signed URLs expire on the owner's clock). */
   nowOf: (accountId: string) => number | undefined;
+  /**
+   * Hears of every download through a genuine pre-signed URL, in time or expired, for the owner's
+   * integration report (`refreshes_label_urls`). An altered URL is nobody's, and is not reported.
+   */
+  noteUrlFetch?: (fetch: LabelUrlFetch) => void;
+}
+
+/** A download through a pre-signed URL whose signature held. */
+export interface LabelUrlFetch {
+  accountId: string;
+  labelId: string;
+  /** On the owner's clock. */
+  at: number;
+  /** When the URL expired (or expires), on the owner's clock. */
+  expiresAt: number;
+  expired: boolean;
 }
 
 /** Buying, reading, downloading and voiding labels. */
@@ -146,7 +162,10 @@ export class LabelService {
     const label = store.findAnywhere(file.replace(/\.[a-z]+$/, ''));
     const now = label && nowOf(label.accountId);
     if (!label || now === undefined) throw new ApiError(404, 'not_found', 'The label no longer exists.');
-    if (now >= Number(expires) * 1000) {
+    const expiresAt = Number(expires) * 1000;
+    const expired = now >= expiresAt;
+    this.deps.noteUrlFetch?.({ accountId: label.accountId, labelId: label.id, at: now, expiresAt, expired });
+    if (expired) {
       throw new ApiError(
         403,
         'url_expired',

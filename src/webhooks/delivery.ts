@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { lookup } from 'node:dns/promises';
 import { setMaxListeners } from 'node:events';
 import pLimit from 'p-limit';
@@ -6,6 +7,7 @@ import { newId } from '../core/ids.js';
 import { isPassingStorageFailure } from '../core/storage-errors.js';
 import { formatTimestamp } from '../core/time.js';
 import { type Db, transaction } from '../db/database.js';
+import type { EventType } from '../events/schema.js';
 import type { RecordedEvent } from '../events/store.js';
 import type { DueItem, DueQueue, RanJob, Scheduler } from '../scheduler/scheduler.js';
 import type { DestinationPolicy } from './destinations.js';
@@ -17,7 +19,7 @@ import {
   sendDelivery,
 } from './send.js';
 import { KeyedShares } from './shares.js';
-import type { AttemptRecord, WebhookRecord, WebhookStore } from './store.js';
+import type { AttemptRecord, ProbeSignature, WebhookRecord, WebhookStore } from './store.js';
 
 /** How an attempt shows in the summary of a clock advance. */
 export const WEBHOOK_ATTEMPT = 'webhook.attempt';
@@ -46,6 +48,9 @@ const SENDS_PER_SERVER = 256;
 const LOOKUPS_PER_ACCOUNT = 1;
 const LOOKUPS_PER_SERVER = 3;
 
+/** A probe's two attempts, in the order they are written. */
+const PROBE_SIGNATURES: readonly ProbeSignature[] = ['genuine', 'forged'];
+
 /** The system's resolver (`/etc/hosts`, then DNS): every address, in the order the system prefers. */
 export const systemResolver: ResolveHost = (hostname) => lookup(hostname, { all: true });
 
@@ -63,8 +68,18 @@ export interface WebhookDeliveryDeps {
   destinations: DestinationPolicy;
   /** Resolves a receiver's host name to all its addresses; the system's resolver unless a test says. */
   resolve?: ResolveHost;
+  /**
+   * Records a test event with sample data for a probe, inside the probe's transaction, without
+   * announcing it to the other webhooks (the events module).
+   */
+  recordTestEvent: (accountId: string, type: EventType, now: number) => RecordedEvent;
+  /** The wall clock, for the time each attempt went out (the report shows both clocks). */
+  realNow?: () => number;
   logger: Logger;
 }
+
+/** What a webhook probe answers: both attempts, each with its outcome. */
+export type ProbeOutcome = Record<ProbeSignature, AttemptRecord>;
 
 /**
  * Webhook delivery: the outbox and its dispatcher.
@@ -153,7 +168,7 @@ export class WebhookDelivery implements DueQueue {
         store.cancelAttempt(attempt.id, 'the webhook is not active');
         return undefined;
       }
-      store.startSending(attempt.id, attempt.scheduledAt);
+      store.startSending(attempt.id, attempt.scheduledAt, this.realNow());
       return found;
     });
     if (!webhook) return { ...summary, skipped: true };
@@ -168,10 +183,17 @@ export class WebhookDelivery implements DueQueue {
     }
   }
 
-  /** At start: attempts that were on the wire when the process stopped are sent again. */
+  /**
+   * At start: attempts that were on the wire when the process stopped are sent again, but a probe's:
+   * whoever asked for it had their answer cut off, so it is not sent to anyone after the fact.
+   */
   resumeInterrupted(): void {
     const { store, logger } = this.deps;
     for (const attempt of store.interrupted()) {
+      if (attempt.probe !== null) {
+        store.cancelAttempt(attempt.id, 'a probe cut off by a restart is not sent again');
+        continue;
+      }
       const webhook = store.findById(attempt.webhookId);
       // A manual redelivery goes out whatever the webhook's status; anything else only to an active one.
       if (!webhook || (webhook.status !== 'active' && !attempt.redelivery)) {
@@ -202,11 +224,57 @@ export class WebhookDelivery implements DueQueue {
       attempt: store.lastAttemptNumber(original.webhookId, original.eventId) + 1,
       redelivery: true,
       scheduledAt: now,
-      sendingNow: true,
+      sendingNow: { wallAt: this.realNow() },
     });
     const attempt = store.findAttempt(id) as AttemptRecord;
     await this.track(attempt.accountId, this.send(attempt, webhook, now, { manual: true }));
     return store.findAttempt(id) as AttemptRecord;
+  }
+
+  /**
+   * `POST /_sandbox/webhooks/:id/probe`: whether the receiver checks signatures. A test event of the
+   * webhook's first subscribed type goes to this webhook alone, now, twice: once correctly signed and
+   * once signed with a wrong secret (the signature well formed, so only checking it tells them
+   * apart), both with `Service-Probe: true`. Each is a fresh event, so a receiver that drops
+   * duplicates by event id still judges both. They go through the same sender as every delivery (the
+   * destination policy, the shares, the answer's cap) at the same time, and this resolves once both
+   * have their outcome. A probe is never retried and never moves the webhook toward `failed`,
+   * whatever its status (a failed webhook may be probed to see whether its receiver is fixed).
+   */
+  async probe(webhook: WebhookRecord, now: number): Promise<ProbeOutcome> {
+    const { db, store } = this.deps;
+    const type = webhook.events[0] as EventType;
+    const wallAt = this.realNow();
+    const ids = transaction(db, () =>
+      PROBE_SIGNATURES.map((probe) => {
+        const event = this.deps.recordTestEvent(webhook.accountId, type, now);
+        const id = newId('dlv', now);
+        store.insertAttempt({
+          id,
+          accountId: webhook.accountId,
+          webhookId: webhook.id,
+          eventId: event.id,
+          eventType: type,
+          attempt: 0,
+          redelivery: false,
+          probe,
+          scheduledAt: now,
+          sendingNow: { wallAt },
+        });
+        return id;
+      }),
+    );
+    await Promise.all(
+      ids.map((id) =>
+        this.track(webhook.accountId, this.send(store.findAttempt(id) as AttemptRecord, webhook, now)),
+      ),
+    );
+    const [genuine, forged] = ids.map((id) => store.findAttempt(id) as AttemptRecord);
+    return { genuine: genuine as AttemptRecord, forged: forged as AttemptRecord };
+  }
+
+  private realNow(): number {
+    return (this.deps.realNow ?? Date.now)();
   }
 
   private track(accountId: string, send: Promise<unknown>): Promise<unknown> {
@@ -236,11 +304,13 @@ export class WebhookDelivery implements DueQueue {
       if (body === undefined) return undefined;
       const request = {
         url: webhook.url,
-        secret: webhook.secret,
+        // A forged probe is signed with a secret nobody has: well formed, and wrong.
+        secret: attempt.probe === 'forged' ? randomBytes(32).toString('hex') : webhook.secret,
         body,
         eventId: attempt.eventId,
         attempt: attempt.attempt,
         timeoutMs: this.deps.timeoutMs,
+        probe: attempt.probe !== null,
         cutOff: this.cutOff.signal,
       };
       return sendDelivery(request, this.transportOf(attempt.accountId));
@@ -318,10 +388,13 @@ export class WebhookDelivery implements DueQueue {
     };
   }
 
-  /** Writes the outcome; a failure schedules the next rung of the ladder, or fails the webhook. */
+  /**
+   * Writes the outcome; a failure schedules the next rung of the ladder, or fails the webhook. A manual
+   * redelivery and a probe have an outcome and nothing more.
+   */
   private settle(attempt: AttemptRecord, result: DeliveryResult, sentAt: number, manual: boolean): void {
     const { store } = this.deps;
-    if (result.ok || manual) {
+    if (result.ok || manual || attempt.probe !== null) {
       store.recordResult(attempt.id, result, null);
       return;
     }

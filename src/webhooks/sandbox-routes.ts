@@ -13,8 +13,8 @@ import {
   jsonResponse,
 } from '../http/router.js';
 import type { WebhookDelivery } from './delivery.js';
-import { AttemptListSchema, AttemptSchema } from './schema.js';
-import { presentAttempt, type WebhookService } from './service.js';
+import { AttemptListSchema, AttemptSchema, ProbeResultSchema } from './schema.js';
+import { presentAttempt, presentProbe, type WebhookService } from './service.js';
 import type { WebhookStore } from './store.js';
 
 const security = BEARER_SECURITY;
@@ -88,6 +88,34 @@ export function webhookControlRoutes(
         throw new ApiError(422, 'webhook_deleted', `The webhook of delivery ${original.id} was deleted.`);
       }
       return c.json(presentAttempt(await delivery.redeliver(original, caller.now)), 200);
+    },
+  );
+
+  router.openapi(
+    createRoute({
+      method: 'post',
+      path: '/webhooks/{id}/probe',
+      operationId: 'probeWebhook',
+      tags,
+      summary:
+        'Send the receiver a correctly signed and a forged delivery; answers whether it told them apart',
+      description:
+        "Both deliveries carry `Service-Probe: true` and a fresh test event of the webhook's first subscribed type. " +
+        'They show in the delivery log with `probe: true`, are never retried, never move the webhook toward ' +
+        "`failed`, and count only toward the integration report's `verifies_signatures`. Answers once the " +
+        'receiver has answered both (or the webhook timeout has passed).',
+      security,
+      middleware: [requireScope('shipments:write')] as const,
+      request: { params: idParam() },
+      responses: {
+        200: jsonResponse(ProbeResultSchema, 'Both answers'),
+        ...controlErrors(...ErrorCodes.body, ...ErrorCodes.lookup, ...ErrorCodes.write),
+      },
+    }),
+    async (c) => {
+      const caller = c.get('caller');
+      const webhook = webhooks.get(caller, c.req.valid('param').id);
+      return c.json(presentProbe(await delivery.probe(webhook, caller.now)), 200);
     },
   );
 

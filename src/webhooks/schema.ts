@@ -59,6 +59,14 @@ export const AttemptSchema = z
     event: z.enum(EVENT_TYPES),
     attempt: z.number().int().openapi({ description: '0 for the first try, then 1 to 5 for the retries' }),
     redelivery: z.boolean().openapi({ description: 'sent by POST /_sandbox/deliveries/:id/redeliver' }),
+    probe: z.boolean().openapi({
+      description:
+        "sent by POST /_sandbox/webhooks/:id/probe: never retried, never moves the webhook toward failed, counted only by the report's verifies_signatures",
+    }),
+    probe_signature: z.enum(['genuine', 'forged']).nullable().openapi({
+      description:
+        "a probe's signature: correct (genuine) or deliberately wrong (forged); null for other deliveries",
+    }),
     status: z.enum(['scheduled', 'sending', 'succeeded', 'failed', 'cancelled']),
     scheduled_at: TimestampSchema,
     sent_at: TimestampSchema.nullable(),
@@ -78,6 +86,28 @@ export const AttemptSchema = z
   .openapi('DeliveryAttempt');
 
 export const AttemptListSchema = z.object({ data: z.array(AttemptSchema) }).openapi('DeliveryAttemptList');
+
+const ProbeAttemptSchema = z.object({
+  delivery_id: z.string().openapi({ description: 'the attempt in GET /_sandbox/webhooks/:id/deliveries' }),
+  response_status: z
+    .number()
+    .int()
+    .nullable()
+    .openapi({ description: "the receiver's status; null when it did not answer" }),
+  error: z.enum(['timeout', 'connection', 'http', 'destination_not_allowed']).nullable(),
+  duration_ms: z.number().int().nullable(),
+});
+
+export const ProbeResultSchema = z
+  .object({
+    genuine: ProbeAttemptSchema.openapi({ description: 'the correctly signed delivery' }),
+    forged: ProbeAttemptSchema.openapi({ description: 'the delivery with a wrong signature' }),
+    verifies_signatures: z.boolean().openapi({
+      description:
+        'true when the receiver accepted (2xx) the genuine delivery and refused the forged one; false otherwise',
+    }),
+  })
+  .openapi('WebhookProbe');
 
 export type CreateWebhookInput = z.infer<typeof CreateWebhookSchema>;
 export type UpdateWebhookInput = z.infer<typeof UpdateWebhookSchema>;

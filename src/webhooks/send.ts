@@ -40,6 +40,8 @@ export interface DeliveryRequest {
   eventId: string;
   attempt: number;
   timeoutMs: number;
+  /** A probe's delivery: sent with `Service-Probe: true`, so a receiver can tell it from real traffic. */
+  probe?: boolean;
   /** Aborted when the sandbox stops before the answer came: the send is cut off, with no outcome. */
   cutOff?: AbortSignal;
 }
@@ -180,6 +182,7 @@ function post(
         'service-signature': signatureHeader(request.secret, request.body),
         'service-event-id': request.eventId,
         'service-delivery-attempt': String(request.attempt),
+        ...(request.probe ? { 'service-probe': 'true' } : {}),
       },
     });
     const timer = setTimeout(

@@ -62,6 +62,8 @@ export function presentAttempt(attempt: AttemptRecord) {
     event: attempt.eventType,
     attempt: attempt.attempt,
     redelivery: attempt.redelivery,
+    probe: attempt.probe !== null,
+    probe_signature: attempt.probe,
     status: attempt.status,
     scheduled_at: formatTimestamp(attempt.scheduledAt),
     sent_at: time(attempt.sentAt),
@@ -71,6 +73,26 @@ export function presentAttempt(attempt: AttemptRecord) {
     error: attempt.error,
     error_message: attempt.errorMessage,
     next_attempt_at: time(attempt.nextAttemptAt),
+  };
+}
+
+/**
+ * A probe's answer. The receiver verifies signatures when it accepted the genuine delivery (2xx) and
+ * answered the forged one with a refusal; a forged delivery that timed out or found no connection
+ * shows nothing either way, and neither does one whose genuine twin was refused too.
+ */
+export function presentProbe(outcome: Record<'genuine' | 'forged', AttemptRecord>) {
+  const answer = (attempt: AttemptRecord) => ({
+    delivery_id: attempt.id,
+    response_status: attempt.responseStatus,
+    error: attempt.error,
+    duration_ms: attempt.durationMs,
+  });
+  const { genuine, forged } = outcome;
+  return {
+    genuine: answer(genuine),
+    forged: answer(forged),
+    verifies_signatures: genuine.status === 'succeeded' && forged.error === 'http',
   };
 }
 

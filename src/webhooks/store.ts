@@ -16,6 +16,9 @@ export interface WebhookRecord {
 
 export type AttemptStatus = 'scheduled' | 'sending' | 'succeeded' | 'failed' | 'cancelled';
 
+/** What a probe attempt sends: a correctly signed delivery, or one with a wrong signature. */
+export type ProbeSignature = 'genuine' | 'forged';
+
 export interface AttemptRecord {
   seq: number;
   id: string;
@@ -25,9 +28,13 @@ export interface AttemptRecord {
   eventType: EventType;
   attempt: number;
   redelivery: boolean;
+  /** Set on the two attempts of a probe (`POST /_sandbox/webhooks/:id/probe`); null on every other. */
+  probe: ProbeSignature | null;
   status: AttemptStatus;
   scheduledAt: number;
   sentAt: number | null;
+  /** When it went out by the wall clock (null before it did, and for attempts older than the column). */
+  sentWallAt: number | null;
   responseStatus: number | null;
   responseExcerpt: string | null;
   durationMs: number | null;
@@ -55,9 +62,11 @@ interface AttemptRow {
   event_type: EventType;
   attempt: number;
   redelivery: number;
+  probe: ProbeSignature | null;
   status: AttemptStatus;
   scheduled_at: number;
   sent_at: number | null;
+  sent_wall_at: number | null;
   response_status: number | null;
   response_excerpt: string | null;
   duration_ms: number | null;
@@ -85,9 +94,11 @@ const toAttempt = (row: AttemptRow): AttemptRecord => ({
   eventType: row.event_type,
   attempt: row.attempt,
   redelivery: row.redelivery === 1,
+  probe: row.probe,
   status: row.status,
   scheduledAt: row.scheduled_at,
   sentAt: row.sent_at,
+  sentWallAt: row.sent_wall_at,
   responseStatus: row.response_status,
   responseExcerpt: row.response_excerpt,
   durationMs: row.duration_ms,
@@ -106,6 +117,7 @@ export class WebhookStore {
   private readonly insertAttemptStatement;
   private readonly selectAttempt;
   private readonly selectAttempts;
+  private readonly selectAccountWebhooks;
   private readonly selectInterrupted;
   private readonly markSending;
   private readonly recordResultStatement;
@@ -148,14 +160,18 @@ export class WebhookStore {
        ORDER BY w.created_at, w.rowid`,
     );
     this.insertAttemptStatement = db.prepare(
-      `INSERT INTO webhook_attempts (id, account_id, webhook_id, event_id, event_type, attempt, redelivery, status,
-         scheduled_at, sent_at)
-       VALUES (@id, @accountId, @webhookId, @eventId, @eventType, @attempt, @redelivery, @status, @scheduledAt, @sentAt)`,
+      `INSERT INTO webhook_attempts (id, account_id, webhook_id, event_id, event_type, attempt, redelivery, probe,
+         status, scheduled_at, sent_at, sent_wall_at)
+       VALUES (@id, @accountId, @webhookId, @eventId, @eventType, @attempt, @redelivery, @probe, @status,
+         @scheduledAt, @sentAt, @sentWallAt)`,
     );
     this.selectAttempt = db.prepare<[string], AttemptRow>('SELECT * FROM webhook_attempts WHERE id = ?');
     this.selectAttempts = db.prepare<[string, number], AttemptRow>(
       'SELECT * FROM webhook_attempts WHERE webhook_id = ? ORDER BY seq DESC LIMIT ?',
     );
+    this.selectAccountWebhooks = db
+      .prepare<[string], string>('SELECT id FROM webhooks WHERE account_id = ?')
+      .pluck();
     this.selectInterrupted = db.prepare<[], AttemptRow>(
       "SELECT * FROM webhook_attempts WHERE status = 'sending' ORDER BY seq",
     );
@@ -173,7 +189,7 @@ export class WebhookStore {
       db.prepare(`DELETE FROM ${table} WHERE account_id = ?`),
     );
     this.markSending = db.prepare(
-      "UPDATE webhook_attempts SET status = 'sending', sent_at = @sentAt WHERE id = @id",
+      "UPDATE webhook_attempts SET status = 'sending', sent_at = @sentAt, sent_wall_at = @sentWallAt WHERE id = @id",
     );
     this.recordResultStatement = db.prepare(
       `UPDATE webhook_attempts SET status = @status, response_status = @responseStatus,
@@ -234,7 +250,10 @@ export class WebhookStore {
     return this.selectSubscribers.all(accountId, type).map(toWebhook);
   }
 
-  /** A new attempt: `scheduled` for its due time, or (a manual redelivery) `sending` at once. */
+  /**
+   * A new attempt: `scheduled` for its due time, or (a manual redelivery, a probe) `sending` at once,
+   * at the wall-clock instant `sendingNow` gives.
+   */
   insertAttempt(attempt: {
     id: string;
     accountId: string;
@@ -243,15 +262,18 @@ export class WebhookStore {
     eventType: EventType;
     attempt: number;
     redelivery: boolean;
+    probe?: ProbeSignature;
     scheduledAt: number;
-    sendingNow?: boolean;
+    sendingNow?: { wallAt: number };
   }): void {
     const { sendingNow, ...columns } = attempt;
     this.insertAttemptStatement.run({
       ...columns,
       redelivery: attempt.redelivery ? 1 : 0,
+      probe: attempt.probe ?? null,
       status: sendingNow ? 'sending' : 'scheduled',
       sentAt: sendingNow ? attempt.scheduledAt : null,
+      sentWallAt: sendingNow ? sendingNow.wallAt : null,
     });
   }
 
@@ -275,6 +297,20 @@ export class WebhookStore {
     return this.selectAttempts.all(webhookId, limit).map(toAttempt);
   }
 
+  /**
+   * The account's most recent attempts across its webhooks (deleted ones included), newest first. Each
+   * webhook's are read through its own index, at most `limit` of them, so the cost follows the
+   * account's own webhooks, never the whole table.
+   */
+  recentAttempts(accountId: string, limit: number): AttemptRecord[] {
+    return this.selectAccountWebhooks
+      .all(accountId)
+      .flatMap((webhookId) => this.selectAttempts.all(webhookId, limit))
+      .sort((a, b) => b.seq - a.seq)
+      .slice(0, limit)
+      .map(toAttempt);
+  }
+
   lastAttemptNumber(webhookId: string, eventId: string): number {
     return this.selectLastAttempt.get(webhookId, eventId)?.n ?? -1;
   }
@@ -284,8 +320,8 @@ export class WebhookStore {
     return this.selectInterrupted.all().map(toAttempt);
   }
 
-  startSending(id: string, sentAt: number): void {
-    this.markSending.run({ id, sentAt });
+  startSending(id: string, sentAt: number, sentWallAt: number): void {
+    this.markSending.run({ id, sentAt, sentWallAt });
   }
 
   recordResult(id: string, result: DeliveryResult, nextAttemptAt: number | null): void {
