@@ -73,24 +73,12 @@ describe('the data directory lock, in one process', () => {
 });
 
 describe('the data directory lock, between server processes', () => {
-  // Node itself runs the command (not the tsx wrapper, which would be a second process): the pid
-  // killed is the server's own.
+  // Node itself runs the built command (`npm test` builds it first): the pid killed is the server's
+  // own, and it starts without compiling the sources.
   const run = (dir: string) =>
     spawn(
       process.execPath,
-      [
-        '--import',
-        'tsx',
-        'src/main.ts',
-        '--data-dir',
-        dir,
-        '--port',
-        '0',
-        '--https-port',
-        '0',
-        '--log-level',
-        'warn',
-      ],
+      ['dist/main.js', '--data-dir', dir, '--port', '0', '--https-port', '0', '--log-level', 'warn'],
       { stdio: 'pipe' },
     );
 

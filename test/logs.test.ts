@@ -6,13 +6,13 @@ import { startReceiver } from './receiver.js';
 
 /**
  * The server's log, read from its stdout as a script or a CI log would read it: the real command
- * (`src/main.ts` through tsx), stdout a pipe, so JSON lines unless `--log-format` says otherwise.
+ * (the built `dist/main.js`; `npm test` builds it first), stdout a pipe, so JSON lines unless `--log-format` says otherwise.
  */
 
 type Line = Record<string, unknown>;
 const SPAWNS = 60_000;
-/** `src/main.ts` through tsx's loader, in one process: a signal reaches the server itself. */
-const MAIN = ['--import', 'tsx', 'src/main.ts'];
+/** Node runs the built command itself: a signal reaches the server, and nothing compiles at start. */
+const MAIN = ['dist/main.js'];
 const running: ChildProcessWithoutNullStreams[] = [];
 afterEach(() => {
   for (const child of running.splice(0)) child.kill('SIGKILL');

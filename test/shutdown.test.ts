@@ -1,12 +1,12 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_KEY, shipmentRequest } from './helpers.js';
 import { startReceiver } from './receiver.js';
 
-const tsx = join(process.cwd(), 'node_modules', '.bin', 'tsx');
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
@@ -14,10 +14,11 @@ afterEach(async () => {
 
 /** The command line on a data directory; resolves with its origin once the banner is out. */
 async function start(dataDir: string, flags: string[]) {
+  // The built command (`npm test` builds it first), run by Node itself: the signal reaches the server.
   const child: ChildProcessWithoutNullStreams = spawn(
-    tsx,
+    process.execPath,
     [
-      'src/main.ts',
+      'dist/main.js',
       '--port',
       '0',
       '--https-port',
@@ -55,7 +56,44 @@ async function start(dataDir: string, flags: string[]) {
       headers: { authorization: `Bearer ${DEFAULT_KEY}`, 'content-type': 'application/json' },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
-  return { child, exited, call };
+  return { child, exited, call, origin };
+}
+
+/**
+ * A POST sent with `Expect: 100-continue`: `received` resolves when the server has read its headers
+ * (it answers `100 Continue`), so a test knows the request is in flight; `answer` when it answers.
+ */
+function inFlight(origin: string, path: string, body: unknown) {
+  const text = JSON.stringify(body);
+  let received!: () => void;
+  const receivedPromise = new Promise<void>((resolve) => {
+    received = resolve;
+  });
+  const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const outgoing = httpRequest(`${origin}${path}`, {
+      method: 'POST',
+      agent: false,
+      headers: {
+        authorization: `Bearer ${DEFAULT_KEY}`,
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(text),
+        expect: '100-continue',
+      },
+    });
+    outgoing.on('continue', () => {
+      received();
+      outgoing.end(text);
+    });
+    outgoing.on('response', (response) => {
+      let data = '';
+      response.on('data', (chunk) => {
+        data += String(chunk);
+      });
+      response.on('end', () => resolve({ status: response.statusCode ?? 0, body: data }));
+    });
+    outgoing.on('error', reject);
+  });
+  return { received: receivedPromise, answer };
 }
 
 describe('shutdown', () => {
@@ -77,14 +115,16 @@ describe('shutdown', () => {
     const sent = receiver.nextRequest();
     expect((await first.call('POST', '/v1/shipments', shipmentRequest())).status).toBe(201);
     const onTheWire = await sent;
-    // An advance waits for the account's sends on the wire before it answers.
-    const advance = first.call('POST', '/_sandbox/clock/advance', { by: '1h' });
+    // An advance waits for the account's sends on the wire before it answers. The signal goes once
+    // the server has the request: its `100 Continue` says it has read the headers.
+    const advance = inFlight(first.origin, '/_sandbox/clock/advance', { by: '1h' });
+    await advance.received;
 
     first.child.kill('SIGTERM');
     expect(await first.exited).toBe(0);
-    const answered = await advance;
+    const answered = await advance.answer;
     expect(answered.status).toBe(200);
-    expect(((await answered.json()) as { now: string }).now).toMatch(/Z$/);
+    expect((JSON.parse(answered.body) as { now: string }).now).toMatch(/Z$/);
 
     // The send that was cut off has no outcome: it goes out again after the next start.
     receiver.reply([200]);
