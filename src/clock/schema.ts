@@ -31,3 +31,33 @@ export const AdvanceClockSchema = z
 export const AdvancedClockSchema = ClockSchema.extend({
   ran: z.array(z.object({ kind: z.string(), due_at: TimestampSchema }).passthrough()),
 }).openapi('AdvancedClock');
+
+export const DueListQuerySchema = z.object({
+  limit: z
+    .string()
+    .optional()
+    .openapi({
+      param: { name: 'limit', in: 'query' },
+      example: '20',
+      description: '1 to 100; 20 when omitted',
+    }),
+});
+
+export const DueListSchema = z
+  .object({
+    data: z.array(
+      z.object({
+        id: z.string().openapi({ description: 'the job, or the delivery attempt' }),
+        kind: z
+          .string()
+          .openapi({ example: 'tracking.step', description: '`tracking.step` or `webhook.attempt`' }),
+        subject: z.string().openapi({ description: 'the label a step moves, or the delivery attempt' }),
+        due_at: TimestampSchema,
+        detail: z.record(z.string(), z.unknown()).openapi({
+          description:
+            "what it will do: a step's label_id, scenario, status, description and location; an attempt's webhook_id, event_id, event and attempt number",
+        }),
+      }),
+    ),
+  })
+  .openapi('DueList');

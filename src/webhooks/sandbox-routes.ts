@@ -6,7 +6,7 @@ import { formatTimestamp } from '../core/time.js';
 import { requireScope } from '../http/auth.js';
 import { BEARER_SECURITY, createRouter, errorResponses, idParam, jsonResponse } from '../http/router.js';
 import type { WebhookDelivery } from './delivery.js';
-import { AttemptListSchema, AttemptSchema } from './schema.js';
+import { AttemptListSchema, AttemptSchema, SentAttemptSchema } from './schema.js';
 import { presentAttempt, type WebhookService } from './service.js';
 import type { WebhookStore } from './store.js';
 
@@ -57,6 +57,26 @@ export function webhookControlRoutes(
       const webhook = webhooks.get(c.get('caller'), c.req.valid('param').id);
       const limit = parseLimit(c.req.valid('query').limit, { default: 100, max: 1000 });
       return c.json({ data: store.attempts(webhook.id, limit).map(presentAttempt) }, 200);
+    },
+  );
+
+  router.openapi(
+    createRoute({
+      method: 'get',
+      path: '/deliveries/{id}',
+      tags,
+      summary: 'One delivery attempt in full: the request as sent and the answer',
+      security,
+      middleware: [requireScope('shipments:read')] as const,
+      request: { params: idParam('dlv_01JD…') },
+      responses: {
+        200: jsonResponse(SentAttemptSchema, 'The attempt, with its request'),
+        ...errorResponses(...ERRORS),
+      },
+    }),
+    (c) => {
+      const attempt = webhooks.attempt(c.get('caller'), c.req.valid('param').id);
+      return c.json({ ...presentAttempt(attempt), request: delivery.sentRequest(attempt) }, 200);
     },
   );
 
