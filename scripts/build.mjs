@@ -6,11 +6,14 @@
  *   (`src/build/import-meta-url.ts`).
  * - `dist/render-worker.cjs`: a label render thread (see src/labels/render/pool.ts).
  * - `dist/main.js`: the launcher that `bin` and `npm start` run (src/boot.ts).
+ * - `dist/dashboard/`: the QA dashboard's browser code (`app.js`, `app.css`) and the API reference's
+ *   key bar (`docs.js`, `docs.css`), bundled with Preact as `src/dashboard/ui/build.json` says (the
+ *   sandbox bundles the same in memory when it runs from its sources).
  *
  * Heavy renderers and the certificate maker stay outside the bundle and load from node_modules on
  * first use; better-sqlite3 and workerpool are native or spawn files of their own.
  */
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { build } from 'esbuild';
 
 const EXTERNAL = [
@@ -47,3 +50,8 @@ await Promise.all([
   }),
   build({ ...common, entryPoints: ['src/boot.ts'], format: 'esm', outfile: 'dist/main.js' }),
 ]);
+
+await build({
+  ...JSON.parse(readFileSync('src/dashboard/ui/build.json', 'utf8')),
+  outdir: 'dist/dashboard',
+});

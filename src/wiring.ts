@@ -1,5 +1,4 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
-import { Scalar } from '@scalar/hono-api-reference';
 import type { MiddlewareHandler } from 'hono';
 import type { Logger } from 'pino';
 import { accountsModule } from './accounts/module.js';
@@ -10,6 +9,7 @@ import { ClockService } from './clock/service.js';
 import { type Config, webhookTargetsOf } from './config.js';
 import { clockNow } from './core/clock.js';
 import { CursorCodec } from './core/paging.js';
+import { dashboardModule } from './dashboard/module.js';
 import { type Db, transaction } from './db/database.js';
 import { SettingsStore } from './db/settings.js';
 import { eventsModule } from './events/module.js';
@@ -179,6 +179,7 @@ export function createSandbox({
     webhooksModule({ webhooks, delivery, store: webhookStore }),
     faultsModule({ faults }),
     journalModule({ journal }),
+    dashboardModule(),
   ];
 
   for (const module of modules) {
@@ -249,7 +250,6 @@ export function createSandbox({
     },
     servers: [{ url: new URL(c.req.url).origin }],
   }));
-  app.get('/docs', Scalar({ url: '/openapi.json', pageTitle: 'Shipping Sandbox API' }));
 
   return {
     app,
