@@ -144,7 +144,8 @@ function SignedIn(props: { apiKey: string; onSignOut: (why?: string) => void }) 
     [props.apiKey, onSignOut],
   );
   const clock = usePoll(() => api.get<ClockView>('/_sandbox/clock'), [api]);
-  const account = usePoll(() => api.get<Account>('/_sandbox/account'), [api]);
+  // The account's name and plan: read once, they hardly change.
+  const account = usePoll(() => api.get<Account>('/_sandbox/account'), [api], { everyMs: Infinity });
   const route = useRoute();
 
   const session: Session = useMemo(

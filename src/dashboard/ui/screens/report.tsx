@@ -1,6 +1,9 @@
+import { useEffect, useState } from 'preact/hooks';
 import { ApiFailure } from '../api.js';
 import { LiveState, Screen, Status, Table } from '../components.js';
 import { usePoll, useSession } from '../live.js';
+
+const REPORT = '/_sandbox/report';
 
 interface Report {
   generated_at: string;
@@ -8,18 +11,28 @@ interface Report {
 }
 
 /**
- * How the account's own client behaves, as the sandbox judged it (`GET /_sandbox/report`). A sandbox
- * without the report answers `404 route_not_found`, and the screen says so.
+ * How the account's own client behaves, as the sandbox judged it (`GET /_sandbox/report`). Whether
+ * this sandbox makes the report is read from its OpenAPI document first, so a sandbox without it is
+ * not asked for a route it does not have.
  */
 export function ReportScreen() {
   const { api } = useSession();
+  const [available, setAvailable] = useState<boolean | undefined>(undefined);
+  useEffect(() => {
+    fetch(new URL('openapi.json', new URL('.', window.location.href)).href)
+      .then((response) => response.json() as Promise<{ paths?: Record<string, unknown> }>)
+      .then((document) => setAvailable(Boolean(document.paths?.[REPORT])))
+      .catch(() => setAvailable(true));
+  }, []);
   const live = usePoll(
     () =>
-      api.get<Report>('/_sandbox/report').catch((failure: unknown) => {
-        if (failure instanceof ApiFailure && failure.code === 'route_not_found') return null;
-        throw failure;
-      }),
-    [api],
+      available
+        ? api.get<Report>(REPORT).catch((failure: unknown) => {
+            if (failure instanceof ApiFailure && failure.code === 'route_not_found') return null;
+            throw failure;
+          })
+        : Promise.resolve(available === false ? null : undefined),
+    [api, available],
   );
   return (
     <Screen
