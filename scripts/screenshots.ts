@@ -12,7 +12,7 @@ import {
   guardedPage,
   launchChromium,
   newFrozenAccount,
-  startServer,
+  startTestServer,
 } from '../test/browser.js';
 import { shipmentRequest } from '../test/helpers.js';
 import { startReceiver } from '../test/receiver.js';
@@ -26,7 +26,7 @@ if (missing) {
 }
 
 mkdirSync(OUT, { recursive: true });
-const server = await startServer();
+const server = await startTestServer();
 const browser = await launchChromium();
 const steady = await startReceiver([{ status: 500, body: '{"error":"database locked"}' }, 200]);
 const broken = await startReceiver([{ status: 503, body: 'maintenance' }]);

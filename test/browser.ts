@@ -18,7 +18,7 @@ export function chromiumMissing(): string | undefined {
 }
 
 /** The sandbox, listening on a free loopback port, in memory. */
-export function startServer(): Promise<RunningSandbox> {
+export function startTestServer(): Promise<RunningSandbox> {
   return startSandbox(testConfig());
 }
 

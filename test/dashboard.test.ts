@@ -8,7 +8,7 @@ import {
   launchChromium,
   newFrozenAccount,
   type Problem,
-  startServer,
+  startTestServer,
 } from './browser.js';
 import { shipmentRequest } from './helpers.js';
 import { type Receiver, startReceiver } from './receiver.js';
@@ -27,7 +27,7 @@ const pages: GuardedPage[] = [];
 beforeAll(async () => {
   const missing = chromiumMissing();
   if (missing) throw new Error(missing);
-  [server, browser] = await Promise.all([startServer(), launchChromium()]);
+  [server, browser] = await Promise.all([startTestServer(), launchChromium()]);
 }, 30_000);
 
 afterAll(async () => {
