@@ -15,6 +15,9 @@
  *   requires the package loads its code once.
  * - With `--declarations` (`npm pack` runs it, through `prepack`): `dist/types/`, the type declarations
  *   of those two entries and of the files they name, and no others (see emitDeclarations).
+ * - `dist/dashboard/`: the QA dashboard's browser code (`app.js`, `app.css`) and the API reference's
+ *   key bar (`docs.js`, `docs.css`), bundled with Preact as `src/dashboard/ui/build.json` says (the
+ *   sandbox bundles the same in memory when it runs from its sources).
  *
  * Heavy renderers and the certificate maker stay outside the bundle and load from node_modules on
  * first use; better-sqlite3 and workerpool are native or spawn files of their own.
@@ -94,6 +97,11 @@ for (const name of Object.keys(PACKAGE_ENTRIES)) {
   // Node finds the names to re-export in the CommonJS bundle itself (esbuild marks them for it).
   writeFileSync(join('dist', `${name}.js`), `export * from './${name}.cjs';\n`);
 }
+
+await build({
+  ...JSON.parse(readFileSync('src/dashboard/ui/build.json', 'utf8')),
+  outdir: 'dist/dashboard',
+});
 
 if (process.argv.includes('--declarations')) emitDeclarations();
 

@@ -1,5 +1,4 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
-import { Scalar } from '@scalar/hono-api-reference';
 import type { MiddlewareHandler } from 'hono';
 import type { Logger } from 'pino';
 import { accountsModule } from './accounts/module.js';
@@ -11,6 +10,7 @@ import { type Config, webhookTargetsOf } from './config.js';
 import { clockNow } from './core/clock.js';
 import { toJsonText } from './core/json.js';
 import { CursorCodec } from './core/paging.js';
+import { dashboardModule } from './dashboard/module.js';
 import { type Db, transaction } from './db/database.js';
 import { SettingsStore } from './db/settings.js';
 import { eventsModule } from './events/module.js';
@@ -201,6 +201,7 @@ export function createSandbox({
     faultsModule({ faults }),
     journalModule({ journal }),
     reportModule({ reports, observations }),
+    dashboardModule(),
   ];
 
   for (const module of modules) {
@@ -284,7 +285,6 @@ export function createSandbox({
     ],
     webhooks: webhookDeliveryDocs(),
   });
-  app.get('/docs', Scalar({ url: '/openapi.json', pageTitle: 'Shipping Sandbox API' }));
 
   return {
     app,

@@ -188,9 +188,11 @@ describe('/openapi.json', () => {
         .map((p: { schema: JsonSchema }) => [keyOf(o), p.schema] as const),
     );
     expect(limits.map(([key]) => key).sort()).toEqual([
+      'GET /_sandbox/clock/due',
       'GET /_sandbox/emails',
       'GET /_sandbox/events',
       'GET /_sandbox/requests',
+      'GET /_sandbox/shipments',
       'GET /_sandbox/webhooks/{id}/deliveries',
       'GET /v1/shipments',
     ]);

@@ -146,6 +146,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/_sandbox/clock/due": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What falls due next on the account's clock: tracking steps and webhook attempts */
+        get: operations["listDueWork"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/_sandbox/events": {
         parameters: {
             query?: never;
@@ -250,6 +267,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/_sandbox/shipments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Find shipments by id, tracking number or reference, newest first
+         * @description Without `q`, the newest shipments. With it, the shipments whose id or current tracking number is `q`, or whose reference starts with it (case-sensitive). `status` narrows either.
+         */
+        get: operations["searchShipments"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/labels": {
         parameters: {
             query?: never;
@@ -294,6 +331,26 @@ export interface paths {
         };
         /** Download the label file */
         get: operations["downloadLabel"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/_sandbox/labels/{id}/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A label drawn as a PNG, whatever its format
+         * @description The same drawing as the label's own file, as a PNG image: the dashboard shows it inline. Voided labels too.
+         */
+        get: operations["previewLabel"];
         put?: never;
         post?: never;
         delete?: never;
@@ -438,6 +495,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/_sandbox/shipments/{id}/tracking": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A shipment's parcel: its tracking, its scenario's next steps, the statuses it can be forced to */
+        get: operations["getParcel"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/webhooks": {
         parameters: {
             query?: never;
@@ -484,6 +558,23 @@ export interface paths {
         };
         /** Every delivery attempt of a webhook, newest first */
         get: operations["listDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/_sandbox/deliveries/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One delivery attempt in full: the request as sent and the answer */
+        get: operations["getDelivery"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1294,6 +1385,28 @@ export interface components {
              */
             to?: string;
         };
+        DueList: {
+            data: {
+                /** @description the job, or the delivery attempt */
+                id: string;
+                /**
+                 * @description `tracking.step` or `webhook.attempt`
+                 * @example tracking.step
+                 */
+                kind: string;
+                /** @description the label a step moves, or the delivery attempt */
+                subject: string;
+                /**
+                 * Format: date-time
+                 * @example 2026-11-22T08:23:14Z
+                 */
+                due_at: string;
+                /** @description what it will do: a step's label_id, scenario, status, description and location; an attempt's webhook_id, event_id, event and attempt number */
+                detail: {
+                    [key: string]: unknown;
+                };
+            }[];
+        };
         EventList: {
             data: components["schemas"]["WebhookEvent"][];
         };
@@ -1371,6 +1484,9 @@ export interface components {
                 has_more: boolean;
             };
         };
+        ShipmentSearch: {
+            data: components["schemas"]["Shipment"][];
+        };
         CreateLabel: {
             /** @example shp_01JD… */
             shipment_id: string;
@@ -1419,6 +1535,28 @@ export interface components {
             status: "pre_transit" | "accepted" | "in_transit" | "out_for_delivery" | "delivered" | "exception" | "returned";
             description?: string;
             location?: string;
+        };
+        ParcelOverview: {
+            shipment_id: string;
+            label_id: string;
+            tracking_number: string;
+            /** @description the scenario the label plays */
+            scenario: string | null;
+            tracking: components["schemas"]["Tracking"];
+            /** @description the scenario's steps still to come, soonest first, on the account's clock */
+            upcoming: {
+                /** @enum {string} */
+                status: "pre_transit" | "accepted" | "in_transit" | "out_for_delivery" | "delivered" | "exception" | "returned";
+                description: string;
+                location: string;
+                /**
+                 * Format: date-time
+                 * @example 2026-11-22T08:23:14Z
+                 */
+                due_at: string;
+            }[];
+            /** @description the statuses POST /_sandbox/shipments/{id}/advance accepts now */
+            can_advance_to: ("pre_transit" | "accepted" | "in_transit" | "out_for_delivery" | "delivered" | "exception" | "returned")[];
         };
         Webhook: {
             /** @example wh_01JD… */
@@ -1521,6 +1659,28 @@ export interface components {
              * @example 2026-11-22T08:23:14Z
              */
             next_attempt_at: string | null;
+        };
+        DeliveryAttemptInFull: components["schemas"]["DeliveryAttempt"] & {
+            /** @description the request as the receiver got it: its URL and signature as they were then (the webhook may have changed since); null until sent, and when nothing was sent (a refused destination) */
+            request: {
+                /** @enum {string} */
+                method: "POST";
+                url: string;
+                /**
+                 * @description as sent, Service-Signature included
+                 * @example {
+                 *       "content-type": "application/json",
+                 *       "service-signature": "sha256=5d41…",
+                 *       "service-event-id": "evt_01JD…",
+                 *       "service-delivery-attempt": "0"
+                 *     }
+                 */
+                headers: {
+                    [key: string]: string;
+                };
+                /** @description the event's envelope, byte for byte as sent */
+                body: string;
+            } | null;
         };
         WebhookProbe: {
             /** @description the correctly signed delivery */
@@ -2848,6 +3008,101 @@ export interface operations {
             };
         };
     };
+    listDueWork: {
+        parameters: {
+            query?: {
+                /** @description how many items, from 1 to 100 */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Soonest first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DueList"];
+                };
+            };
+            /** @description Bad request: `invalid_parameter` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_parameter";
+                        };
+                    };
+                };
+            };
+            /** @description No valid API key: `invalid_api_key`, `missing_api_key` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_api_key" | "missing_api_key";
+                        };
+                    };
+                };
+            };
+            /** @description Forbidden: `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "insufficient_scope";
+                        };
+                    };
+                };
+            };
+            /** @description Method not allowed: `method_not_allowed` */
+            405: {
+                headers: {
+                    /** @description The methods this path takes, such as `GET, POST` */
+                    Allow: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "method_not_allowed";
+                        };
+                    };
+                };
+            };
+            /** @description Unexpected error: `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "internal_error";
+                        };
+                    };
+                };
+            };
+        };
+    };
     listEvents: {
         parameters: {
             query?: {
@@ -3975,6 +4230,104 @@ export interface operations {
             };
         };
     };
+    searchShipments: {
+        parameters: {
+            query?: {
+                /** @description a shipment id or tracking number, or the start of a reference (at most 100 characters) */
+                q?: string;
+                status?: "created" | "label_generated" | "in_transit" | "delivered" | "cancelled";
+                /** @description how many items, from 1 to 100 */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The matching shipments */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ShipmentSearch"];
+                };
+            };
+            /** @description Bad request: `invalid_parameter` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_parameter";
+                        };
+                    };
+                };
+            };
+            /** @description No valid API key: `invalid_api_key`, `missing_api_key` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_api_key" | "missing_api_key";
+                        };
+                    };
+                };
+            };
+            /** @description Forbidden: `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "insufficient_scope";
+                        };
+                    };
+                };
+            };
+            /** @description Method not allowed: `method_not_allowed` */
+            405: {
+                headers: {
+                    /** @description The methods this path takes, such as `GET, POST` */
+                    Allow: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "method_not_allowed";
+                        };
+                    };
+                };
+            };
+            /** @description Unexpected error: `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "internal_error";
+                        };
+                    };
+                };
+            };
+        };
+    };
     createLabel: {
         parameters: {
             query?: never;
@@ -4646,6 +4999,100 @@ export interface operations {
                         error: {
                             /** @enum {string} */
                             code: "service_unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    previewLabel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The label as a PNG */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "image/png": Blob;
+                };
+            };
+            /** @description No valid API key: `invalid_api_key`, `missing_api_key` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_api_key" | "missing_api_key";
+                        };
+                    };
+                };
+            };
+            /** @description Forbidden: `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "insufficient_scope";
+                        };
+                    };
+                };
+            };
+            /** @description Not found: `not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "not_found";
+                        };
+                    };
+                };
+            };
+            /** @description Method not allowed: `method_not_allowed` */
+            405: {
+                headers: {
+                    /** @description The methods this path takes, such as `GET, POST` */
+                    Allow: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "method_not_allowed";
+                        };
+                    };
+                };
+            };
+            /** @description Unexpected error: `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "internal_error";
                         };
                     };
                 };
@@ -5740,6 +6187,100 @@ export interface operations {
             };
         };
     };
+    getParcel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The parcel */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ParcelOverview"];
+                };
+            };
+            /** @description No valid API key: `invalid_api_key`, `missing_api_key` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_api_key" | "missing_api_key";
+                        };
+                    };
+                };
+            };
+            /** @description Forbidden: `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "insufficient_scope";
+                        };
+                    };
+                };
+            };
+            /** @description Not found: `not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "not_found";
+                        };
+                    };
+                };
+            };
+            /** @description Method not allowed: `method_not_allowed` */
+            405: {
+                headers: {
+                    /** @description The methods this path takes, such as `GET, POST` */
+                    Allow: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "method_not_allowed";
+                        };
+                    };
+                };
+            };
+            /** @description Unexpected error: `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "internal_error";
+                        };
+                    };
+                };
+            };
+        };
+    };
     listWebhooks: {
         parameters: {
             query?: never;
@@ -6599,6 +7140,100 @@ export interface operations {
                             code: "invalid_parameter";
                         };
                     };
+                };
+            };
+            /** @description No valid API key: `invalid_api_key`, `missing_api_key` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_api_key" | "missing_api_key";
+                        };
+                    };
+                };
+            };
+            /** @description Forbidden: `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "insufficient_scope";
+                        };
+                    };
+                };
+            };
+            /** @description Not found: `not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "not_found";
+                        };
+                    };
+                };
+            };
+            /** @description Method not allowed: `method_not_allowed` */
+            405: {
+                headers: {
+                    /** @description The methods this path takes, such as `GET, POST` */
+                    Allow: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "method_not_allowed";
+                        };
+                    };
+                };
+            };
+            /** @description Unexpected error: `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "internal_error";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The attempt, with its request */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryAttemptInFull"];
                 };
             };
             /** @description No valid API key: `invalid_api_key`, `missing_api_key` */

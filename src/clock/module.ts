@@ -11,7 +11,7 @@ export function clockModule(deps: { clock: ClockService; scheduler: Scheduler })
   return {
     name: 'clock',
     tables: ['jobs'],
-    controls: clockRoutes(deps.clock),
+    controls: clockRoutes(deps.clock, deps.scheduler),
     reset(accountId) {
       deps.scheduler.deleteAccount(accountId);
       deps.clock.restart(accountId);

@@ -1,5 +1,7 @@
 import { createRoute } from '@hono/zod-openapi';
 import { ApiError } from '../core/errors.js';
+import { parseLimit } from '../core/paging.js';
+import { formatTimestamp } from '../core/time.js';
 import { requireScope } from '../http/auth.js';
 import {
   BEARER_SECURITY,
@@ -9,13 +11,22 @@ import {
   jsonBody,
   jsonResponse,
 } from '../http/router.js';
-import { AdvanceClockSchema, AdvancedClockSchema, ClockSchema, ClockSettingsSchema } from './schema.js';
+import type { Scheduler } from '../scheduler/scheduler.js';
+import {
+  AdvanceClockSchema,
+  AdvancedClockSchema,
+  ClockSchema,
+  ClockSettingsSchema,
+  DUE_LIST_LIMIT,
+  DueListQuerySchema,
+  DueListSchema,
+} from './schema.js';
 import type { ClockService } from './service.js';
 
 const security = BEARER_SECURITY;
 const tags = ['Sandbox controls'];
 
-export function clockRoutes(clock: ClockService) {
+export function clockRoutes(clock: ClockService, scheduler: Scheduler) {
   const router = createRouter();
 
   router.openapi(
@@ -82,6 +93,36 @@ export function clockRoutes(clock: ClockService) {
           field: 'by',
         });
       return c.json(await clock.advance(c.get('caller').accountId, request), 200);
+    },
+  );
+
+  router.openapi(
+    createRoute({
+      method: 'get',
+      path: '/clock/due',
+      operationId: 'listDueWork',
+      tags,
+      summary: "What falls due next on the account's clock: tracking steps and webhook attempts",
+      security,
+      middleware: [requireScope('shipments:read')] as const,
+      request: { query: DueListQuerySchema },
+      responses: { 200: jsonResponse(DueListSchema, 'Soonest first'), ...controlErrors(...ErrorCodes.query) },
+    }),
+    (c) => {
+      const limit = parseLimit(c.req.valid('query').limit, DUE_LIST_LIMIT);
+      const items = scheduler.upcoming(c.get('caller').accountId, limit);
+      return c.json(
+        {
+          data: items.map((item) => ({
+            id: item.id,
+            kind: item.kind,
+            subject: item.subject,
+            due_at: formatTimestamp(item.dueAt),
+            detail: item.detail,
+          })),
+        },
+        200,
+      );
     },
   );
 

@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi';
 import { MAX_CLOCK_SPEED } from '../core/clock.js';
-import { TimestampSchema } from '../core/schemas.js';
+import { limitParam, TimestampSchema } from '../core/schemas.js';
 
 export const ClockSchema = z
   .object({ now: TimestampSchema, speed: z.number(), frozen: z.boolean() })
@@ -31,3 +31,26 @@ export const AdvanceClockSchema = z
 export const AdvancedClockSchema = ClockSchema.extend({
   ran: z.array(z.object({ kind: z.string(), due_at: TimestampSchema }).passthrough()),
 }).openapi('AdvancedClock');
+
+export const DUE_LIST_LIMIT = { default: 20, max: 100 } as const;
+
+export const DueListQuerySchema = z.object({ limit: limitParam(DUE_LIST_LIMIT) });
+
+export const DueListSchema = z
+  .object({
+    data: z.array(
+      z.object({
+        id: z.string().openapi({ description: 'the job, or the delivery attempt' }),
+        kind: z
+          .string()
+          .openapi({ example: 'tracking.step', description: '`tracking.step` or `webhook.attempt`' }),
+        subject: z.string().openapi({ description: 'the label a step moves, or the delivery attempt' }),
+        due_at: TimestampSchema,
+        detail: z.record(z.string(), z.unknown()).openapi({
+          description:
+            "what it will do: a step's label_id, scenario, status, description and location; an attempt's webhook_id, event_id, event and attempt number",
+        }),
+      }),
+    ),
+  })
+  .openapi('DueList');

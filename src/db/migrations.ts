@@ -304,4 +304,18 @@ export const MIGRATIONS: readonly string[] = [
   -- gives both. NULL for attempts sent before this migration.
   ALTER TABLE webhook_attempts ADD COLUMN sent_wall_at INTEGER;
   `,
+  /* 12: what the dashboard looks up: shipments by tracking number or reference, deliveries as sent */ `
+  -- A search by tracking number or reference reads these, not every shipment of the account.
+  CREATE INDEX shipments_by_tracking_number ON shipments (account_id, tracking_number);
+  CREATE INDEX shipments_by_reference ON shipments (account_id, reference);
+
+  -- The URL and signature each attempt was sent with: the webhook's URL and secret may change after.
+  CREATE TABLE webhook_requests (
+    attempt_id TEXT PRIMARY KEY REFERENCES webhook_attempts(id) ON DELETE CASCADE,
+    account_id TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
+    url TEXT NOT NULL,
+    signature TEXT NOT NULL
+  ) STRICT;
+  CREATE INDEX webhook_requests_by_account ON webhook_requests (account_id);
+  `,
 ];

@@ -22,18 +22,29 @@ export class LabelFiles {
   });
 
   get(label: LabelRecord, shipment: ShipmentRecord): Promise<RenderedLabel> {
-    const cached = this.cache.get(label.id);
+    return this.cached(label.id, labelDocument(label, shipment));
+  }
+
+  /** The label drawn as a PNG whatever its format, for the dashboard to show (kept apart from its file). */
+  preview(label: LabelRecord, shipment: ShipmentRecord): Promise<RenderedLabel> {
+    const doc = labelDocument(label, shipment);
+    return doc.format === 'png'
+      ? this.get(label, shipment)
+      : this.cached(`${label.id}:png`, { ...doc, format: 'png' });
+  }
+
+  private cached(key: string, doc: LabelDocument): Promise<RenderedLabel> {
+    const cached = this.cache.get(key);
     if (cached) return cached;
-    const file = this.renderer.render(labelDocument(label, shipment));
-    this.cache.set(label.id, file);
+    const file = this.renderer.render(doc);
+    this.cache.set(key, file);
     file.then(
       // Counted at a typical size while pending; re-inserted with its real size once known.
       (rendered) => {
-        if (this.cache.get(label.id) === file)
-          this.cache.set(label.id, file, { size: rendered.bytes.byteLength || 1 });
+        if (this.cache.get(key) === file) this.cache.set(key, file, { size: rendered.bytes.byteLength || 1 });
       },
       () => {
-        if (this.cache.peek(label.id) === file) this.cache.delete(label.id);
+        if (this.cache.peek(key) === file) this.cache.delete(key);
       },
     );
     return file;

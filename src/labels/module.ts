@@ -2,11 +2,12 @@ import type { Context } from 'hono';
 import type { SandboxModule } from '../module.js';
 import type { LabelFiles } from './files.js';
 import { cdnRoutes, labelRoutes } from './routes.js';
+import { labelControlRoutes } from './sandbox-routes.js';
 import type { LabelService } from './service.js';
 import type { LabelStore } from './store.js';
 
 /**
- * Labels: their routes under /v1, the CDN of pre-signed URLs, the rendered files' cache and the render
+ * Labels: their routes under /v1, their PNG previews under /_sandbox, the CDN of pre-signed URLs, the rendered files' cache and the render
  * threads. `cdnUrl` is `--cdn-url`; without it the CDN is this server's own `/cdn`.
  */
 export function labelsModule(deps: {
@@ -20,6 +21,7 @@ export function labelsModule(deps: {
     name: 'labels',
     tables: ['labels'],
     api: labelRoutes(deps.labels, cdnBase),
+    controls: labelControlRoutes(deps.labels),
     mounts: { '/cdn': cdnRoutes(deps.labels) },
     reset: (accountId) => deps.store.deleteAccount(accountId),
     close: () => deps.files.close(),

@@ -141,6 +141,11 @@ export class LabelService {
     return this.deps.files.get(label, this.deps.shipments.get(actor, label.shipmentId));
   }
 
+  /** The label as a PNG, whatever its format (the dashboard's preview). */
+  preview(actor: Actor, label: LabelRecord): Promise<RenderedLabel> {
+    return this.deps.files.preview(label, this.deps.shipments.get(actor, label.shipmentId));
+  }
+
   /**
    * A download through a pre-signed URL, which carries its own authority instead of an account's
    * key. The signature is checked before anything is looked up, so an altered URL learns nothing;

@@ -52,6 +52,16 @@ export interface DueItem {
   run(): RanJob | Promise<RanJob>;
 }
 
+/** An item of due work that has not run yet, as the clock's controls list it. */
+export interface UpcomingItem {
+  id: string;
+  kind: string;
+  subject: string;
+  dueAt: number;
+  /** What the item will do, in the API's words (snake_case keys). */
+  detail: Record<string, unknown>;
+}
+
 /** Due work a module keeps in its own table. */
 export interface DueQueue {
   /** Every account with work queued, and its earliest due instant (the background timer plans from it). */
@@ -63,6 +73,8 @@ export interface DueQueue {
    * written. An advance waits for it, then runs whatever that scheduled within its range.
    */
   settled?(accountId: string): Promise<void>;
+  /** The account's first `limit` items not yet run, soonest first (`GET /_sandbox/clock/due`). */
+  upcoming?(accountId: string, limit: number): UpcomingItem[];
 }
 
 /** Where the scheduler reads each account's clock. */
@@ -124,6 +136,7 @@ export class Scheduler {
   private readonly purgeStatement;
   private readonly nextAccountWithFinishedStatement;
   private readonly deleteAccountStatement;
+  private readonly upcomingStatement;
 
   constructor(
     private readonly db: Db,
@@ -158,6 +171,10 @@ export class Scheduler {
     );
     this.resetRunningStatement = db.prepare("UPDATE jobs SET state = 'pending' WHERE state = 'running'");
     this.deleteAccountStatement = db.prepare('DELETE FROM jobs WHERE account_id = ?');
+    this.upcomingStatement = db.prepare<[string, number], JobRow>(
+      `SELECT seq, id, account_id, kind, subject, payload, due_at FROM jobs
+       WHERE state = 'pending' AND account_id = ? ORDER BY due_at, seq LIMIT ?`,
+    );
     // Only finished jobs have a `finished_at`; the partial index jobs_finished holds just those.
     this.purgeStatement = db.prepare(
       'DELETE FROM jobs WHERE account_id = @accountId AND finished_at IS NOT NULL AND finished_at < @before',
@@ -178,6 +195,14 @@ export class Scheduler {
           const row = this.nextDueStatement.get(accountId, until);
           return row && { dueAt: row.due_at, order: row.seq, run: () => this.runOne(row) };
         },
+        upcoming: (accountId, limit) =>
+          this.upcomingStatement.all(accountId, limit).map((row) => ({
+            id: row.id,
+            kind: row.kind,
+            subject: row.subject,
+            dueAt: row.due_at,
+            detail: snakeCaseKeys(JSON.parse(row.payload)),
+          })),
       },
     ];
   }
@@ -189,6 +214,17 @@ export class Scheduler {
   /** Adds a module's queue of due work; the module calls `wakeFor` whenever it queues an item. */
   addQueue(queue: DueQueue): void {
     this.queues.push(queue);
+  }
+
+  /**
+   * The account's next `limit` items of due work across the queues, soonest first (at equal times, a
+   * job before another queue's item, as they run).
+   */
+  upcoming(accountId: string, limit: number): UpcomingItem[] {
+    return this.queues
+      .flatMap((queue) => queue.upcoming?.(accountId, limit) ?? [])
+      .sort((a, b) => a.dueAt - b.dueAt)
+      .slice(0, limit);
   }
 
   /** Deletes every job of the account, pending or finished (an account's reset). */
@@ -581,6 +617,17 @@ export class Scheduler {
     }, backoffDelay(state.failures));
     state.rest.unref();
   }
+}
+
+/** A job's payload as the API shows it: its keys in snake_case, like every other field. */
+function snakeCaseKeys(payload: unknown): Record<string, unknown> {
+  if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) return { payload };
+  return Object.fromEntries(
+    Object.entries(payload).map(([key, value]) => [
+      key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`),
+      value,
+    ]),
+  );
 }
 
 function toJob<P>(row: JobRow): Job<P> {

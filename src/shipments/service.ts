@@ -8,7 +8,14 @@ import { type Db, transaction } from '../db/database.js';
 import type { EventStore } from '../events/store.js';
 import { findCarrier } from '../rates/carriers.js';
 import { chooseRate } from '../rates/pricing.js';
-import { type CreateShipmentInput, PAGE_SIZE, type Shipment, ShipmentStatusSchema } from './schema.js';
+import {
+  type CreateShipmentInput,
+  PAGE_SIZE,
+  REFERENCE_MAX_LENGTH,
+  type Shipment,
+  type ShipmentStatus,
+  ShipmentStatusSchema,
+} from './schema.js';
 import { presentShipment, type ShipmentRecord, type ShipmentStore } from './store.js';
 
 export interface ListQuery {
@@ -105,22 +112,35 @@ export class ShipmentService {
     });
   }
 
+  /**
+   * The dashboard's list and search: the newest shipments, or those whose id or tracking number is
+   * `q` or whose reference starts with it, by status when given; newest first, one page.
+   */
+  search(actor: Actor, query: SearchQuery): Shipment[] {
+    const limit = parseLimit(query.limit, SEARCH_PAGE_SIZE);
+    const status = parseStatus(query.status);
+    const q = query.q?.trim() ?? '';
+    if (q.length > REFERENCE_MAX_LENGTH) {
+      throw invalidParameter('q', `'q' must be at most ${REFERENCE_MAX_LENGTH} characters.`);
+    }
+    const { store } = this.deps;
+    const records =
+      q === ''
+        ? store.page(actor.accountId, { status }, limit, undefined).records
+        : store.search(actor.accountId, q, status, limit);
+    return records.map(presentShipment);
+  }
+
   /** One page of the account's shipments, newest first, with the contract's `meta`. */
   list(actor: Actor, query: ListQuery) {
     const limit = parseLimit(query.limit, PAGE_SIZE);
     const { store, cursors } = this.deps;
     const after = query.cursor === undefined ? undefined : cursors.decode(actor.accountId, query.cursor);
-    const status = query.status === undefined ? undefined : ShipmentStatusSchema.safeParse(query.status);
-    if (status && !status.success) {
-      throw invalidParameter(
-        'status',
-        `'status' must be one of ${ShipmentStatusSchema.options.join(', ')}; got '${query.status}'.`,
-      );
-    }
+    const status = parseStatus(query.status);
     if (query.carrier !== undefined && !findCarrier(query.carrier)) {
       throw invalidParameter('carrier', `'carrier' must be a carrier slug; '${query.carrier}' is not one.`);
     }
-    const filter = { status: status?.data, carrier: query.carrier };
+    const filter = { status, carrier: query.carrier };
     const { records, hasMore } = store.page(actor.accountId, filter, limit, after);
     const last = records.at(-1);
     return {
@@ -132,6 +152,28 @@ export class ShipmentService {
       },
     };
   }
+}
+
+/** What the sandbox's shipment search takes (`GET /_sandbox/shipments`). */
+export interface SearchQuery {
+  q?: string | undefined;
+  status?: string | undefined;
+  limit?: string | undefined;
+}
+
+export const SEARCH_PAGE_SIZE = { default: 50, max: 100 } as const;
+
+/** A `status` filter: a shipment status, or 400 `invalid_parameter`. */
+function parseStatus(raw: string | undefined): ShipmentStatus | undefined {
+  if (raw === undefined) return undefined;
+  const status = ShipmentStatusSchema.safeParse(raw);
+  if (!status.success) {
+    throw invalidParameter(
+      'status',
+      `'status' must be one of ${ShipmentStatusSchema.options.join(', ')}; got '${raw}'.`,
+    );
+  }
+  return status.data;
 }
 
 export function cancelledBody(record: ShipmentRecord): CancelledShipment {

@@ -79,6 +79,9 @@ export function presentShipment(record: ShipmentRecord): Shipment {
   };
 }
 
+/** How many rows a search reads for each way of matching, at most. */
+export const SEARCH_SCAN = 1000;
+
 export interface ListFilter {
   status?: ShipmentStatus | undefined;
   carrier?: string | undefined;
@@ -90,6 +93,7 @@ export class ShipmentStore {
   private readonly updateStatusStatement;
   private readonly updateLabelStatement;
   private readonly deleteAccountStatement;
+  private readonly searchStatement;
 
   constructor(private readonly db: Db) {
     this.insertStatement = db.prepare(
@@ -108,6 +112,18 @@ export class ShipmentStore {
       'UPDATE shipments SET status = @status, label_id = @labelId, tracking_number = @trackingNumber WHERE seq = @seq',
     );
     this.deleteAccountStatement = db.prepare('DELETE FROM shipments WHERE account_id = ?');
+    this.searchStatement = db.prepare<Record<string, unknown>, ShipmentRow>(
+      `SELECT * FROM shipments WHERE seq IN (
+         SELECT seq FROM shipments WHERE id = @q AND account_id = @accountId
+         UNION ALL
+         SELECT seq FROM (SELECT seq FROM shipments WHERE account_id = @accountId AND tracking_number = @q
+           LIMIT @scan)
+         UNION ALL
+         SELECT seq FROM (SELECT seq FROM shipments
+           WHERE account_id = @accountId AND reference >= @q AND reference < @qEnd LIMIT @scan)
+       ) AND (@status IS NULL OR status = @status)
+       ORDER BY created_at DESC, seq DESC LIMIT @take`,
+    );
   }
 
   /** Deletes the account's shipments; the counts follow by trigger. */
@@ -185,6 +201,24 @@ export class ShipmentStore {
     sql += ' ORDER BY created_at DESC, seq DESC LIMIT @take';
     const rows = this.statement(sql).all({ ...params, take: limit + 1 }) as ShipmentRow[];
     return { records: rows.slice(0, limit).map(toRecord), hasMore: rows.length > limit };
+  }
+
+  /**
+   * The account's shipments whose id or tracking number is `q`, or whose reference starts with it,
+   * newest first. Each way of matching reads its own index (migration 11) and at most `SEARCH_SCAN`
+   * rows, so a prefix that matches much of a large account costs a bounded read.
+   */
+  search(accountId: string, q: string, status: ShipmentStatus | undefined, limit: number): ShipmentRecord[] {
+    const rows = this.searchStatement.all({
+      accountId,
+      q,
+      // Every reference that starts with `q` sorts below `q` followed by the last code point.
+      qEnd: `${q}\u{10FFFF}`,
+      status: status ?? null,
+      scan: SEARCH_SCAN,
+      take: limit,
+    });
+    return rows.map(toRecord);
   }
 
   /** From the counts the triggers keep (see migration 6): a handful of rows, whatever the account's size. */

@@ -72,6 +72,29 @@ const CustomEventSchema = z
   .strict()
   .openapi('CustomTrackingEvent');
 
+const ParcelOverviewSchema = z
+  .object({
+    shipment_id: z.string(),
+    label_id: z.string(),
+    tracking_number: z.string(),
+    scenario: z.string().nullable().openapi({ description: 'the scenario the label plays' }),
+    tracking: TrackingSchema,
+    upcoming: z
+      .array(
+        z.object({
+          status: TrackingStatusSchema,
+          description: z.string(),
+          location: z.string(),
+          due_at: TimestampSchema,
+        }),
+      )
+      .openapi({ description: "the scenario's steps still to come, soonest first, on the account's clock" }),
+    can_advance_to: z.array(TrackingStatusSchema).openapi({
+      description: 'the statuses POST /_sandbox/shipments/{id}/advance accepts now',
+    }),
+  })
+  .openapi('ParcelOverview');
+
 /**
  * QA's levers on tracking: start another scenario, jump to a status, or add an event. Each works by
  * shipment id and by tracking number.
@@ -164,6 +187,25 @@ export function trackingControlRoutes(tracking: TrackingService) {
       },
     );
   }
+
+  router.openapi(
+    createRoute({
+      method: 'get',
+      path: '/shipments/{id}/tracking',
+      operationId: 'getParcel',
+      tags,
+      summary:
+        "A shipment's parcel: its tracking, its scenario's next steps, the statuses it can be forced to",
+      security,
+      middleware: [requireScope('shipments:read')] as const,
+      request: { params: ShipmentIdParam },
+      responses: {
+        200: jsonResponse(ParcelOverviewSchema, 'The parcel'),
+        ...controlErrors(...ErrorCodes.lookup),
+      },
+    }),
+    (c) => c.json(tracking.overview(c.get('caller'), c.req.valid('param').id), 200),
+  );
 
   return router;
 }

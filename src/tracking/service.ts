@@ -9,7 +9,7 @@ import type { LabelRecord, LabelStore } from '../labels/store.js';
 import { findService } from '../rates/carriers.js';
 import type { ScenarioCatalog } from '../scenarios/catalog.js';
 import type { Scenario } from '../scenarios/files.js';
-import type { TrackingStatus } from '../scenarios/vocabulary.js';
+import { TRACKING_STATUSES, type TrackingStatus } from '../scenarios/vocabulary.js';
 import type { Job, Scheduler } from '../scheduler/scheduler.js';
 import type { ShipmentRecord, ShipmentStore } from '../shipments/store.js';
 import { findMagicTrackingNumber, magicTimeline } from './magic-numbers.js';
@@ -347,6 +347,38 @@ export class TrackingService {
       }
       return this.present(latest);
     });
+  }
+
+  /**
+   * `GET /_sandbox/shipments/:id/tracking`: the parcel as QA sees it: its record, the scenario it plays
+   * and the steps still to come, and the statuses `advance` would accept now.
+   */
+  overview(actor: Actor, shipmentId: string) {
+    const label = this.activeLabelOf(actor, shipmentId);
+    const shipment = this.deps.shipments.find(actor.accountId, label.shipmentId);
+    const record = this.present(label);
+    const trackable = label.status === 'active' && shipment !== undefined && shipment.status !== 'cancelled';
+    const pending = trackable ? this.deps.scheduler.pending<StepPayload>(TRACKING_STEP, label.id) : [];
+    return {
+      shipment_id: shipmentId,
+      label_id: label.id,
+      tracking_number: label.trackingNumber,
+      scenario: label.scenario,
+      tracking: record,
+      upcoming: pending.map((job) => ({
+        status: job.payload.status,
+        description: job.payload.description,
+        location: job.payload.location,
+        due_at: formatTimestamp(job.dueAt),
+      })),
+      can_advance_to: trackable
+        ? TRACKING_STATUSES.filter(
+            (target) =>
+              pending.some((job) => job.payload.status === target) ||
+              pathBetween(record.status, target) !== undefined,
+          )
+        : [],
+    };
   }
 
   /** `POST /_sandbox/tracking/:n/events`: a custom event, now, as if the carrier had sent it. */

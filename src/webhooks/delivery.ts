@@ -9,17 +9,26 @@ import { formatTimestamp } from '../core/time.js';
 import { type Db, transaction } from '../db/database.js';
 import type { EventType } from '../events/schema.js';
 import type { RecordedEvent } from '../events/store.js';
-import type { DueItem, DueQueue, RanJob, Scheduler } from '../scheduler/scheduler.js';
+import type { DueItem, DueQueue, RanJob, Scheduler, UpcomingItem } from '../scheduler/scheduler.js';
 import type { DestinationPolicy } from './destinations.js';
 import {
   CUT_OFF,
   type DeliveryResult,
   type DeliveryTransport,
+  deliveryHeaders,
   type ResolveHost,
   sendDelivery,
 } from './send.js';
 import { KeyedShares } from './shares.js';
 import type { AttemptRecord, ProbeSignature, WebhookRecord, WebhookStore } from './store.js';
+
+/** A delivery's request as it went on the wire. */
+export interface SentRequest {
+  method: 'POST';
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+}
 
 /** How an attempt shows in the summary of a clock advance. */
 export const WEBHOOK_ATTEMPT = 'webhook.attempt';
@@ -145,6 +154,39 @@ export class WebhookDelivery implements DueQueue {
 
   earliestDue(): { accountId: string; dueAt: number }[] {
     return this.deps.store.earliestDue();
+  }
+
+  upcoming(accountId: string, limit: number): UpcomingItem[] {
+    return this.deps.store.scheduled(accountId, limit).map((attempt) => ({
+      id: attempt.id,
+      kind: WEBHOOK_ATTEMPT,
+      subject: attempt.id,
+      dueAt: attempt.scheduledAt,
+      detail: {
+        webhook_id: attempt.webhookId,
+        event_id: attempt.eventId,
+        event: attempt.eventType,
+        attempt: attempt.attempt,
+      },
+    }));
+  }
+
+  /**
+   * The request an attempt made, as the receiver got it: the URL and signature it was sent with, the
+   * headers built as `send.ts` builds them, and the event's bytes. Null until the attempt is sent,
+   * and for an attempt that sent nothing (a refused destination).
+   */
+  sentRequest(attempt: AttemptRecord): SentRequest | null {
+    const sent = this.deps.store.sentRequest(attempt.id);
+    const body = sent && this.deps.eventBody(attempt.eventId);
+    if (!sent || body === undefined) return null;
+    const request = { body, eventId: attempt.eventId, attempt: attempt.attempt };
+    return {
+      method: 'POST',
+      url: sent.url,
+      headers: deliveryHeaders(new URL(sent.url), request, sent.signature),
+      body,
+    };
   }
 
   nextDue(accountId: string, until: number): DueItem | undefined {

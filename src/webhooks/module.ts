@@ -16,7 +16,7 @@ export function webhooksModule(deps: {
 }): SandboxModule {
   return {
     name: 'webhooks',
-    tables: ['webhooks', 'webhook_attempts', 'emails'],
+    tables: ['webhooks', 'webhook_attempts', 'webhook_requests', 'emails'],
     api: webhookRoutes(deps.webhooks),
     controls: webhookControlRoutes(deps.webhooks, deps.delivery, deps.store),
     queues: [deps.delivery],

@@ -13,7 +13,7 @@ import {
   jsonResponse,
 } from '../http/router.js';
 import type { WebhookDelivery } from './delivery.js';
-import { AttemptListSchema, AttemptSchema, ProbeResultSchema } from './schema.js';
+import { AttemptListSchema, AttemptSchema, ProbeResultSchema, SentAttemptSchema } from './schema.js';
 import { presentAttempt, presentProbe, type WebhookService } from './service.js';
 import type { WebhookStore } from './store.js';
 
@@ -63,6 +63,27 @@ export function webhookControlRoutes(
       const webhook = webhooks.get(c.get('caller'), c.req.valid('param').id);
       const limit = parseLimit(c.req.valid('query').limit, LIMIT);
       return c.json({ data: store.attempts(webhook.id, limit).map(presentAttempt) }, 200);
+    },
+  );
+
+  router.openapi(
+    createRoute({
+      method: 'get',
+      path: '/deliveries/{id}',
+      operationId: 'getDelivery',
+      tags,
+      summary: 'One delivery attempt in full: the request as sent and the answer',
+      security,
+      middleware: [requireScope('shipments:read')] as const,
+      request: { params: idParam('dlv_01JD…') },
+      responses: {
+        200: jsonResponse(SentAttemptSchema, 'The attempt, with its request'),
+        ...controlErrors(...ErrorCodes.lookup),
+      },
+    }),
+    (c) => {
+      const attempt = webhooks.attempt(c.get('caller'), c.req.valid('param').id);
+      return c.json({ ...presentAttempt(attempt), request: delivery.sentRequest(attempt) }, 200);
     },
   );
 

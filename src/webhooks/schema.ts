@@ -85,6 +85,29 @@ export const AttemptSchema = z
   })
   .openapi('DeliveryAttempt');
 
+export const SentAttemptSchema = AttemptSchema.extend({
+  request: z
+    .object({
+      method: z.literal('POST'),
+      url: z.string(),
+      headers: z.record(z.string(), z.string()).openapi({
+        description: 'as sent, Service-Signature included',
+        example: {
+          'content-type': 'application/json',
+          'service-signature': 'sha256=5d41…',
+          'service-event-id': 'evt_01JD…',
+          'service-delivery-attempt': '0',
+        },
+      }),
+      body: z.string().openapi({ description: "the event's envelope, byte for byte as sent" }),
+    })
+    .nullable()
+    .openapi({
+      description:
+        'the request as the receiver got it: its URL and signature as they were then (the webhook may have changed since); null until sent, and when nothing was sent (a refused destination)',
+    }),
+}).openapi('DeliveryAttemptInFull');
+
 export const AttemptListSchema = z.object({ data: z.array(AttemptSchema) }).openapi('DeliveryAttemptList');
 
 const ProbeAttemptSchema = z.object({

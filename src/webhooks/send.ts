@@ -9,6 +9,8 @@ export type DeliveryErrorKind = 'timeout' | 'connection' | 'http' | 'destination
 
 export interface DeliveryResult {
   ok: boolean;
+  /** What went on the wire (the URL, and the signature of the body): absent when nothing was sent. */
+  sent?: { url: string; signature: string };
   responseStatus: number | null;
   responseExcerpt: string | null;
   durationMs: number;
@@ -96,14 +98,17 @@ export async function sendDelivery(
   }
   if ('refused' in destination) return failure('destination_not_allowed', destination.refused);
 
-  const answer = await post(url, destination.addresses, request, deadline - performance.now());
+  const headers = deliveryHeaders(url, request, signatureHeader(request.secret, request.body));
+  const answer = await post(url, destination.addresses, headers, request, deadline - performance.now());
+  const sent = { url: request.url, signature: headers['service-signature'] };
   if (answer.kind === 'cut off') return CUT_OFF;
-  if (answer.kind === 'timeout') return failure('timeout', timedOut, answer.status);
-  if (answer.kind === 'connection') return failure('connection', answer.message, answer.status);
+  if (answer.kind === 'timeout') return { ...failure('timeout', timedOut, answer.status), sent };
+  if (answer.kind === 'connection') return { ...failure('connection', answer.message, answer.status), sent };
   const ok = answer.status >= 200 && answer.status < 300;
   const redirect = answer.status >= 300 && answer.status < 400;
   return {
     ok,
+    sent,
     responseStatus: answer.status,
     responseExcerpt: answer.excerpt,
     durationMs: elapsed(),
@@ -111,6 +116,27 @@ export async function sendDelivery(
     errorMessage: ok
       ? null
       : `the receiver answered ${answer.status}${redirect ? ' (redirects are not followed)' : ''}`,
+  };
+}
+
+/**
+ * The headers of a delivery, in the order they are sent: the contract's three, and what HTTP needs.
+ * The delivery log shows an attempt's request with these same headers.
+ */
+export function deliveryHeaders(
+  url: URL,
+  request: Pick<DeliveryRequest, 'body' | 'eventId' | 'attempt' | 'probe'>,
+  signature: string,
+) {
+  return {
+    host: url.host,
+    'content-type': 'application/json',
+    'content-length': String(Buffer.byteLength(request.body)),
+    'user-agent': 'ShippingSandbox-Webhooks/1.0',
+    'service-signature': signature,
+    'service-event-id': request.eventId,
+    'service-delivery-attempt': String(request.attempt),
+    ...(request.probe ? { 'service-probe': 'true' } : {}),
   };
 }
 
@@ -145,6 +171,7 @@ type Answer =
 function post(
   url: URL,
   addresses: ResolvedAddress[],
+  headers: Record<string, string>,
   request: DeliveryRequest,
   remainingMs: number,
 ): Promise<Answer> {
@@ -174,16 +201,7 @@ function post(
       // a stopped sandbox holds no socket and every send connects to the address it just checked.
       agent: false,
       lookup: pinnedLookup(addresses),
-      headers: {
-        host: url.host,
-        'content-type': 'application/json',
-        'content-length': Buffer.byteLength(request.body),
-        'user-agent': 'ShippingSandbox-Webhooks/1.0',
-        'service-signature': signatureHeader(request.secret, request.body),
-        'service-event-id': request.eventId,
-        'service-delivery-attempt': String(request.attempt),
-        ...(request.probe ? { 'service-probe': 'true' } : {}),
-      },
+      headers,
     });
     const timer = setTimeout(
       () => {

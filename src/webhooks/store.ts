@@ -131,6 +131,9 @@ export class WebhookStore {
   private readonly selectDue;
   private readonly selectEarliestDue;
   private readonly deleteStatements;
+  private readonly selectScheduled;
+  private readonly insertRequestStatement;
+  private readonly selectRequest;
 
   constructor(db: Db) {
     this.selectLastAttempt = db.prepare<[string, string], { n: number | null }>(
@@ -184,8 +187,19 @@ export class WebhookStore {
       `SELECT account_id, min(scheduled_at) AS due_at FROM webhook_attempts WHERE status = 'scheduled'
        GROUP BY account_id`,
     );
-    // Children first: attempts and e-mails, then the webhooks they belong to.
-    this.deleteStatements = ['webhook_attempts', 'emails', 'webhooks'].map((table) =>
+    this.selectScheduled = db.prepare<[string, number], AttemptRow>(
+      `SELECT * FROM webhook_attempts WHERE status = 'scheduled' AND account_id = ?
+       ORDER BY scheduled_at, seq LIMIT ?`,
+    );
+    this.insertRequestStatement = db.prepare(
+      `INSERT OR REPLACE INTO webhook_requests (attempt_id, account_id, url, signature)
+       SELECT id, account_id, @url, @signature FROM webhook_attempts WHERE id = @attemptId`,
+    );
+    this.selectRequest = db.prepare<[string], { url: string; signature: string }>(
+      'SELECT url, signature FROM webhook_requests WHERE attempt_id = ?',
+    );
+    // Children first: requests, attempts and e-mails, then the webhooks they belong to.
+    this.deleteStatements = ['webhook_requests', 'webhook_attempts', 'emails', 'webhooks'].map((table) =>
       db.prepare(`DELETE FROM ${table} WHERE account_id = ?`),
     );
     this.markSending = db.prepare(
@@ -283,6 +297,11 @@ export class WebhookStore {
     return row && toAttempt(row);
   }
 
+  /** The account's first `limit` scheduled attempts, soonest first. */
+  scheduled(accountId: string, limit: number): AttemptRecord[] {
+    return this.selectScheduled.all(accountId, limit).map(toAttempt);
+  }
+
   /** Every account with scheduled attempts, and its earliest due time. */
   earliestDue(): { accountId: string; dueAt: number }[] {
     return this.selectEarliestDue.all().map((row) => ({ accountId: row.account_id, dueAt: row.due_at }));
@@ -335,6 +354,12 @@ export class WebhookStore {
       errorMessage: result.errorMessage,
       nextAttemptAt,
     });
+    if (result.sent) this.insertRequestStatement.run({ attemptId: id, ...result.sent });
+  }
+
+  /** The URL and signature an attempt was sent with, once it was. */
+  sentRequest(attemptId: string): { url: string; signature: string } | undefined {
+    return this.selectRequest.get(attemptId);
   }
 
   cancelAttempt(id: string, reason: string): void {

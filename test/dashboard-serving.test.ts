@@ -1,0 +1,131 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { build } from 'esbuild';
+import { afterAll, describe, expect, it } from 'vitest';
+import { BUILD_OPTIONS, dashboardBundle } from '../src/dashboard/bundle.js';
+import { createTestSandbox, expectError } from './helpers.js';
+
+/** How the sandbox serves the dashboard, its assets and the reference: no key, nothing from elsewhere. */
+
+describe('GET /dashboard', () => {
+  it('serves the page with a policy that lets it reach the sandbox only', async () => {
+    const sandbox = createTestSandbox();
+    const page = await sandbox.call('GET', '/dashboard', { key: null });
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    const policy = page.headers.get('content-security-policy') ?? '';
+    expect(policy).toContain("default-src 'none'");
+    expect(policy).toContain("connect-src 'self'");
+    expect(policy).toContain("script-src 'self'");
+    expect(policy).toContain("frame-ancestors 'none'");
+    expect(page.headers.get('referrer-policy')).toBe('no-referrer');
+    // Everything it loads is relative to it: the sandbox's own, under any path a proxy gives it.
+    const loads = [...page.text.matchAll(/(?:src|href)="([^"]+)"/g)].map((match) => match[1]);
+    expect(loads).toEqual([
+      'dashboard/assets/icon.svg',
+      'dashboard/assets/app.css',
+      'docs',
+      'dashboard/assets/app.js',
+    ]);
+    expect(page.text).not.toMatch(/https?:\/\//);
+  });
+
+  it('serves the bundled script and style, revalidated by their tags', async () => {
+    const sandbox = createTestSandbox();
+    const script = await sandbox.call('GET', '/dashboard/assets/app.js', { key: null });
+    expect(script.status).toBe(200);
+    expect(script.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
+    expect(script.text.length).toBeGreaterThan(10_000);
+    // Nothing in the bundle names another host for the page to load.
+    expect(script.text).not.toMatch(/https?:\/\/(?!www\.w3\.org\/)[a-z]/i);
+    const etag = script.headers.get('etag') as string;
+    const again = await sandbox.call('GET', '/dashboard/assets/app.js', {
+      key: null,
+      headers: { 'if-none-match': etag },
+    });
+    expect([again.status, again.text]).toEqual([304, '']);
+
+    const style = await sandbox.call('GET', '/dashboard/assets/app.css', { key: null });
+    expect([style.status, style.headers.get('content-type')]).toEqual([200, 'text/css; charset=utf-8']);
+    const icon = await sandbox.call('GET', '/dashboard/assets/icon.svg', { key: null });
+    expect([icon.status, icon.headers.get('content-type')]).toEqual([200, 'image/svg+xml']);
+  });
+
+  it('answers the contract’s 404 for a file it does not have, and 405 for another method', async () => {
+    const sandbox = createTestSandbox();
+    for (const path of ['/dashboard/assets/nope.js', '/dashboard/assets/..%2F..%2Fpackage.json']) {
+      expectError(await sandbox.call('GET', path, { key: null }), 404, 'not_found');
+    }
+    const posted = await sandbox.call('POST', '/dashboard', { key: null, body: {} });
+    expectError(posted, 405, 'method_not_allowed');
+  });
+});
+
+describe('GET /', () => {
+  it('sends a browser to the dashboard', async () => {
+    const sandbox = createTestSandbox();
+    const response = await sandbox.call('GET', '/', {
+      key: null,
+      headers: { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' },
+    });
+    expect(response.status).toBe(302);
+    expect(response.headers.get('location')).toBe('dashboard');
+  });
+
+  it.each([
+    ['GET', 'application/json'],
+    ['GET', '*/*'],
+    ['POST', 'text/html'],
+    ['DELETE', 'text/html'],
+  ])('keeps 404 route_not_found for %s / with Accept %s', async (method, accept) => {
+    const sandbox = createTestSandbox();
+    const response = await sandbox.call(method, '/', { key: null, headers: { accept } });
+    expectError(response, 404, 'route_not_found');
+    expect(response.headers.get('allow')).toBeNull();
+  });
+});
+
+describe('GET /docs', () => {
+  it('serves the reference page and its own copy of Swagger UI', async () => {
+    const sandbox = createTestSandbox();
+    const page = await sandbox.call('GET', '/docs', { key: null });
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-security-policy')).toContain("connect-src 'self'");
+    expect(page.text).not.toMatch(/https?:\/\//);
+    const bundle = await sandbox.call('GET', '/docs/assets/swagger-ui-bundle.js', { key: null });
+    expect(bundle.status).toBe(200);
+    expect(bundle.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
+    expect(bundle.text).toContain('SwaggerUIBundle');
+    const style = await sandbox.call('GET', '/docs/assets/swagger-ui.css', { key: null });
+    expect(style.status).toBe(200);
+    const script = await sandbox.call('GET', '/dashboard/assets/docs.js', { key: null });
+    expect(script.status).toBe(200);
+  });
+
+  it('serves nothing else of the package', async () => {
+    const sandbox = createTestSandbox();
+    for (const name of ['package.json', 'index.js', 'swagger-ui-bundle.js.map', 'oauth2-redirect.html']) {
+      expectError(await sandbox.call('GET', `/docs/assets/${name}`, { key: null }), 404, 'not_found');
+    }
+  });
+});
+
+describe('the bundle', () => {
+  const built = mkdtempSync(join(tmpdir(), 'sandbox-dashboard-'));
+  afterAll(() => rmSync(built, { recursive: true, force: true }));
+
+  it('is the same files built by the build script as bundled in memory from the sources', async () => {
+    // What scripts/build.mjs does, into a folder of this test's own.
+    await build({ ...JSON.parse(readFileSync(BUILD_OPTIONS, 'utf8')), outdir: built });
+    const fromBuild = await dashboardBundle({ fromSources: false, builtDir: built })();
+    const inMemory = await dashboardBundle({ fromSources: true })();
+    expect([...fromBuild.keys()].sort()).toEqual(['app.css', 'app.js', 'docs.css', 'docs.js']);
+    for (const [name, file] of inMemory) expect([name, file.etag]).toEqual([name, fromBuild.get(name)?.etag]);
+  });
+
+  it('says how to build it when it is missing', async () => {
+    const missing = dashboardBundle({ fromSources: false, builtDir: join(built, 'nowhere') });
+    await expect(missing()).rejects.toThrow(/not built.*npm run build/);
+  });
+});

@@ -1,0 +1,145 @@
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { RunningSandbox } from '../src/server.js';
+import {
+  chromiumMissing,
+  type GuardedPage,
+  guardedPage,
+  launchChromium,
+  newFrozenAccount,
+  type Problem,
+  startTestServer,
+} from './browser.js';
+
+/**
+ * `/docs` in a real headless Chromium: Swagger UI served by the sandbox from its own copy, rendering
+ * the OpenAPI document with every request to another host refused, and "Try it out" sending the
+ * signed-in key to the sandbox.
+ */
+
+let server: RunningSandbox;
+let browser: Browser;
+const pages: GuardedPage[] = [];
+
+beforeAll(async () => {
+  const missing = chromiumMissing();
+  if (missing) throw new Error(missing);
+  [server, browser] = await Promise.all([startTestServer(), launchChromium()]);
+}, 30_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+afterEach(async () => {
+  const problems: Problem[] = [];
+  for (const guarded of pages.splice(0)) {
+    problems.push(...guarded.problems);
+    await guarded.context.close();
+  }
+  expect(problems).toEqual([]);
+});
+
+async function open(path: string): Promise<Page> {
+  const guarded = await guardedPage(browser, server.origin);
+  guarded.context.setDefaultTimeout(15_000);
+  pages.push(guarded);
+  await guarded.page.goto(`${server.origin}${path}`);
+  return guarded.page;
+}
+
+/** Opens an operation, tries it out, and answers the status Swagger UI shows for it. */
+async function tryItOut(page: Page, method: string, path: string): Promise<string> {
+  const operation = page.locator(`.opblock-${method}`).filter({ has: page.locator(`[data-path="${path}"]`) });
+  await operation.locator('.opblock-summary').first().click();
+  await operation.getByRole('button', { name: 'Try it out' }).click();
+  await operation.getByRole('button', { name: 'Execute' }).click();
+  const status = operation.locator('.live-responses-table tbody .response-col_status').first();
+  await status.waitFor();
+  return ((await status.textContent()) ?? '').trim();
+}
+
+/** The requests to /v1 that the sandbox journaled for the account, newest first. */
+async function journal(account: Awaited<ReturnType<typeof newFrozenAccount>>) {
+  return (await account.api('GET', '/_sandbox/requests')).json.data as {
+    method: string;
+    path: string;
+    status: number;
+  }[];
+}
+
+describe('/docs', { timeout: 30_000 }, () => {
+  it('renders every operation from the sandbox alone', async () => {
+    const page = await open('/docs');
+    await page.getByRole('heading', { name: /Shipping Sandbox/ }).waitFor();
+    await page.locator('.opblock').first().waitFor();
+    const document = (await (await fetch(`${server.origin}/openapi.json`)).json()) as {
+      paths: Record<string, Record<string, unknown>>;
+      webhooks: Record<string, Record<string, unknown>>;
+    };
+    // A path item also holds `servers` (the sandbox's own routes name the bare origin): count methods only.
+    const methods = new Set(['get', 'put', 'post', 'delete', 'patch', 'head', 'options', 'trace']);
+    // Swagger UI draws the deliveries of the document's `webhooks` section as operations too.
+    const operations = [...Object.values(document.paths), ...Object.values(document.webhooks)].reduce(
+      (n, item) => n + Object.keys(item).filter((key) => methods.has(key)).length,
+      0,
+    );
+    expect(operations).toBeGreaterThan(30);
+    expect(await page.locator('.opblock').count()).toBe(operations);
+  });
+
+  it('tries an operation out with the key the dashboard signed in with', async () => {
+    const account = await newFrozenAccount(server.origin);
+    const page = await open(`/dashboard#key=${account.key}`);
+    await page.getByRole('link', { name: 'API reference' }).click();
+    await page.locator('.opblock').first().waitFor();
+    await page
+      .getByRole('status')
+      .filter({ hasText: account.key.slice(-4) })
+      .waitFor();
+
+    expect(await tryItOut(page, 'get', '/shipments')).toBe('200');
+    expect((await journal(account))[0]).toMatchObject({ method: 'GET', path: '/v1/shipments', status: 200 });
+    // The key went in the Authorization header only: the page's address does not hold it.
+    expect(page.url()).not.toContain(account.key);
+  });
+
+  it('takes a key typed into its bar', async () => {
+    const typed = await newFrozenAccount(server.origin);
+    const page = await open('/docs');
+    await page.locator('.opblock').first().waitFor();
+    await page.getByLabel('API key for “Try it out”').fill(typed.key);
+    await page.getByRole('button', { name: 'Use this key' }).click();
+    await page
+      .getByRole('status')
+      .filter({ hasText: typed.key.slice(-4) })
+      .waitFor();
+    expect(await tryItOut(page, 'get', '/shipments')).toBe('200');
+    expect((await journal(typed))[0]).toMatchObject({ path: '/v1/shipments', status: 200 });
+  });
+
+  it('takes a key in the fragment, and takes it out of the address', async () => {
+    const linked = await newFrozenAccount(server.origin);
+    const page = await open(`/docs#key=${linked.key}`);
+    await page.locator('.opblock').first().waitFor();
+    expect(page.url()).not.toContain(linked.key);
+    expect(await tryItOut(page, 'get', '/shipments')).toBe('200');
+    expect((await journal(linked))[0]).toMatchObject({ path: '/v1/shipments', status: 200 });
+  });
+});
+
+describe('the page guard', () => {
+  it('catches a page that reaches for another origin (a loopback name, refused before it leaves)', async () => {
+    const guarded = await guardedPage(browser, server.origin);
+    try {
+      const elsewhere = server.origin.replace('127.0.0.1', 'localhost');
+      await guarded.page.goto(`${elsewhere}/healthz`).catch(() => undefined);
+      expect(guarded.problems).toEqual([
+        { kind: 'request elsewhere', text: `${elsewhere}/healthz`, url: `${elsewhere}/healthz` },
+      ]);
+    } finally {
+      await guarded.context.close();
+    }
+  });
+});
