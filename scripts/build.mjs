@@ -81,15 +81,16 @@ await Promise.all([
     inject: ['src/build/import-meta-url.ts'],
     define: { ...common.define, 'import.meta.url': 'importMetaUrl' },
   }),
-  // The client runs in merchants' programs and needs nothing of the server: its dependency stays
-  // theirs to share.
+  // The client runs in merchants' programs and needs nothing of the server. openapi-fetch (15 KB) is
+  // bundled into it: left outside, esbuild's interop for an ES-module package ("type": "module")
+  // calls it through `require(...).default`, which openapi-fetch's CommonJS build does not hold as
+  // the function. It stays a dependency for its types, which the client's declarations name.
   build({
     ...common,
     entryPoints: { client: PACKAGE_ENTRIES.client },
     format: 'cjs',
     outdir: 'dist',
     outExtension: { '.js': '.cjs' },
-    external: [...EXTERNAL, 'openapi-fetch'],
   }),
 ]);
 

@@ -237,14 +237,17 @@ console.log(JSON.stringify({
     writeFileSync(
       join(app, 'required.cts'),
       `import sandboxPackage = require('shipping-sandbox');
+import clientPackage = require('shipping-sandbox/client');
 
 declare const console: { log(text: string): void };
 
 const options: sandboxPackage.SandboxOptions = { seed: 'required', rateLimits: false };
 void sandboxPackage.startSandbox(options).then(async (sandbox: sandboxPackage.Sandbox) => {
   const clock: sandboxPackage.ClockState = await sandbox.clock.read();
+  const api = clientPackage.createClient({ baseUrl: sandbox.url, apiKey: sandbox.apiKey });
+  const { data } = await api.GET('/shipments', { params: { query: { limit: 5 } } });
   await sandbox.stop();
-  console.log(JSON.stringify({ speed: clock.speed }));
+  console.log(JSON.stringify({ speed: clock.speed, listed: data?.data.length }));
 });
 `,
     );
@@ -276,17 +279,19 @@ void sandboxPackage.startSandbox(options).then(async (sandbox: sandboxPackage.Sa
       url: true,
       unused: ['function', 'function', 'function', 'object'],
     });
-    expect(JSON.parse((await node(['out/required.cjs'])).stdout)).toEqual({ speed: 1 });
+    expect(JSON.parse((await node(['out/required.cjs'])).stdout)).toEqual({ speed: 1, listed: 0 });
   });
 
-  it('runs the Vitest example with Vitest', async () => {
+  it('runs the Vitest examples with Vitest, the README\'s first test among them', async () => {
     cpSync('examples/vitest', join(app, 'vitest-example'), { recursive: true });
     // The merchant has Vitest installed: this project's.
     symlinkSync(realpathSync('node_modules/vitest'), join(app, 'node_modules', 'vitest'), 'dir');
     const vitest = join(dirname(require.resolve('vitest/package.json')), 'vitest.mjs');
     const { stdout } = await node([vitest, 'run', '--root', 'vitest-example', '--reporter', 'verbose']);
     expect(stdout).toMatch(/✓ .*a delivered parcel reaches our webhook handler, signed/);
-    expect(stdout).toMatch(/Tests\s+1 passed/);
+    // The README's first test, as it is printed there.
+    expect(stdout).toMatch(/✓ .*a parcel we ship can be forced to "delivered"/);
+    expect(stdout).toMatch(/Tests\s+2 passed/);
   });
 
   it('runs the Jest example with Jest, through require and without a transform', async () => {
