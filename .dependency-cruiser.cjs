@@ -66,6 +66,23 @@ module.exports = {
       },
     },
     {
+      name: 'the-browser-code-stands-alone',
+      comment:
+        "The dashboard's browser code (src/dashboard/ui/) runs in a page: it imports nothing of the server, " +
+        'and nothing of the server imports it (the build bundles it from its own entries).',
+      severity: 'error',
+      from: { path: '^src/dashboard/ui/' },
+      to: { path: '^src/(?!dashboard/ui/)' },
+    },
+    {
+      name: 'the-server-leaves-the-browser-code-alone',
+      comment:
+        'The server serves the bundle the build made of src/dashboard/ui/; it never imports its files.',
+      severity: 'error',
+      from: { path: '^src/(?!dashboard/ui/)' },
+      to: { path: '^src/dashboard/ui/' },
+    },
+    {
       name: 'nothing-imports-the-wiring',
       comment: 'The wiring, the server and the command line are the top: nothing below imports them.',
       severity: 'error',

@@ -86,6 +86,9 @@ describe('the import rules', () => {
       'src/client/index.ts':
         "import { Hono } from 'hono';\nimport { signatureHeader } from '../webhooks/signature.js';\nexport const c = [Hono, signatureHeader];\n",
       'src/webhooks/signature.ts': 'export const signatureHeader = 1;\n',
+      'src/dashboard/ui/app.ts':
+        "import { signatureHeader } from '../../webhooks/signature.js';\nexport const a = signatureHeader;\n",
+      'src/dashboard/module.ts': "import { a } from './ui/app.js';\nexport const m = a;\n",
       'tsconfig.json': '{"compilerOptions":{"module":"NodeNext","moduleResolution":"NodeNext"}}\n',
       'package.json': '{"type":"module"}\n',
     });
@@ -102,7 +105,9 @@ describe('the import rules', () => {
       'no-circular',
       'nothing-imports-the-wiring',
       'only-the-wiring-reads-the-config',
+      'the-browser-code-stands-alone',
       'the-client-stands-alone',
+      'the-server-leaves-the-browser-code-alone',
     ]);
     expect(violations(result)).toContain(
       'the-client-stands-alone: src/client/index.ts -> src/webhooks/signature.ts',
