@@ -1,8 +1,9 @@
 /**
  * `npm run screenshots`: the README's pictures of the dashboard, taken from the real thing. Starts a
  * sandbox in memory, gives an account a little history (shipments along their journeys, a webhook
- * with a failed and a successful delivery, one marked failed and its e-mail), and photographs the
- * main screens at 1280×800 and one at a phone's width into docs/screenshots/.
+ * with a failed and a successful delivery, one marked failed and its e-mail, and last a client that
+ * retries a 429 at once and a receiver that takes a forged delivery, for the integration report), and
+ * photographs the main screens at 1280×800 and one at a phone's width into docs/screenshots/.
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -94,6 +95,8 @@ try {
     name: string;
     ready: (page: Page) => Promise<unknown>;
     viewport?: { width: number; height: number };
+    /** What the account does first (after the shots before it, which it would change). */
+    before?: () => Promise<unknown>;
   }[] = [
     {
       hash: '#/shipments',
@@ -134,8 +137,27 @@ try {
       viewport: { width: 390, height: 844 },
       ready: (page) => page.getByRole('button', { name: 'Force delivered' }).waitFor(),
     },
+    {
+      hash: '#/report',
+      name: 'report',
+      before: async () => {
+        // A 429 that asked for 30 s, retried at once; the probe finds the steady receiver takes forgeries.
+        await api('POST', '/_sandbox/faults', {
+          method: 'GET',
+          path: '/v1/shipments',
+          status: 429,
+          retry_after: 30,
+          times: 1,
+        });
+        await api('GET', '/v1/shipments?limit=1');
+        await api('GET', '/v1/shipments?limit=1');
+        await api('POST', `/_sandbox/webhooks/${orders.json.id}/probe`);
+      },
+      ready: (page) => page.getByRole('heading', { name: 'Verdict: fail' }).waitFor(),
+    },
   ];
   for (const shot of shots) {
+    await shot.before?.();
     const { context, page, problems } = await open(shot.hash, shot.viewport);
     await shot.ready(page);
     await shoot(page, shot.name);

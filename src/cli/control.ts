@@ -2,7 +2,7 @@ import { type Command, InvalidArgumentError, Option } from 'commander';
 import { DEFAULT_ACCOUNT } from '../accounts/default-account.js';
 import { durationMillis } from '../core/duration.js';
 import { Output, outputMode } from './output.js';
-import { SandboxApi, SandboxError } from './sandbox-api.js';
+import { SandboxApi, SandboxError, UnreachableError } from './sandbox-api.js';
 
 /** Where `npm start` listens by default (the contract's address). */
 export const DEFAULT_URL = 'http://127.0.0.1:4010';
@@ -20,6 +20,27 @@ interface ControlFlags {
   pretty?: boolean;
 }
 
+/**
+ * The exit status of a command that gives a verdict (`report`, `probe`) when it has none to give: the
+ * sandbox could not be reached or refused the request. Not 1, which such a command keeps for "the
+ * integration fails", so a CI job can tell a failing client from a missing sandbox.
+ */
+export const NO_VERDICT = 2;
+
+/**
+ * Ends a command with an exit status of its own: a verdict's 1, whose reasons the command has printed,
+ * or `NO_VERDICT` with the error that prevented one (printed as any command's error is).
+ */
+export class Exit extends Error {
+  constructor(
+    readonly status: number,
+    readonly reason?: Error,
+  ) {
+    super(reason?.message ?? `exit ${status}`);
+    this.name = 'Exit';
+  }
+}
+
 /** What an action is given besides the sandbox: its arguments, its options, its command. */
 export interface Invocation {
   args: string[];
@@ -35,7 +56,11 @@ export interface Invocation {
 export function controlAction(
   command: Command,
   action: (control: Control, invocation: Invocation) => Promise<void>,
-  options: { key?: boolean } = {},
+  options: {
+    key?: boolean;
+    /** The exit status when the sandbox refuses or cannot be reached, if not 1 (see NO_VERDICT). */
+    errorStatus?: number;
+  } = {},
 ): Command {
   command.addOption(
     new Option('--url <url>', "the sandbox's address").env('SHIPPING_SANDBOX_URL').default(DEFAULT_URL),
@@ -71,6 +96,11 @@ export function controlAction(
         // A script reading stdout gets the sandbox's error body too, as `gh api` does.
         if (error instanceof SandboxError && out.mode === 'json')
           process.stdout.write(`${error.text.trim()}\n`);
+        if (
+          options.errorStatus !== undefined &&
+          (error instanceof SandboxError || error instanceof UnreachableError)
+        )
+          throw new Exit(options.errorStatus, error);
         throw error;
       }
     });

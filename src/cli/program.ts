@@ -1,7 +1,9 @@
 import { Command, CommanderError, Help, Option } from 'commander';
 import { addAccountCommands } from './accounts.js';
 import { addClockCommands } from './clock.js';
+import { Exit } from './control.js';
 import { addEventCommands } from './events.js';
+import { addReportCommands } from './report.js';
 import { SandboxError, UnreachableError } from './sandbox-api.js';
 import { addShipmentCommands } from './shipments.js';
 import { addWebhookCommands } from './webhooks.js';
@@ -42,16 +44,22 @@ export async function runCommandLine(argv: string[], parts: CommandLineParts): P
   } catch (error) {
     // Commander has said what was wrong (or printed the help or the version) already.
     if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : USAGE_ERROR;
-    if (error instanceof SandboxError) {
-      process.stderr.write(`error: ${error.message} (${error.summary})\n`);
-      return 1;
+    if (error instanceof Exit) {
+      if (error.reason) sayError(error.reason);
+      return error.status;
     }
-    if (error instanceof UnreachableError) {
-      process.stderr.write(`error: ${error.message}\n`);
+    if (error instanceof SandboxError || error instanceof UnreachableError) {
+      sayError(error);
       return 1;
     }
     throw error;
   }
+}
+
+/** An error as the command line says it: its message, and for a refusal the status and code. */
+function sayError(error: Error): void {
+  const summary = error instanceof SandboxError ? ` (${error.summary})` : '';
+  process.stderr.write(`error: ${error.message}${summary}\n`);
 }
 
 export function createProgram(parts: CommandLineParts): Command {
@@ -73,6 +81,8 @@ export function createProgram(parts: CommandLineParts): Command {
   program.commandsGroup('Events and webhooks:');
   addEventCommands(program);
   addWebhookCommands(program);
+  program.commandsGroup('Integration report:');
+  addReportCommands(program);
   program.commandsGroup('Accounts:');
   addAccountCommands(program);
   program.addHelpText('after', CONTROL_HELP);
@@ -86,7 +96,8 @@ The other commands control a running sandbox. Its address and the key of the acc
 from --url and --key, or SHIPPING_SANDBOX_URL and SHIPPING_SANDBOX_KEY (default: the sandbox on
 127.0.0.1:4010 and its default account). On a terminal they print readable lines; in a pipe, the
 JSON the sandbox answered (--json and --pretty choose). An error exits with 1 (the sandbox refused:
-its message is printed) or 2 (the command line is wrong).
+its message is printed) or 2 (the command line is wrong). \`report\` and \`probe\` give a verdict
+instead: 0 passes, 1 fails, 2 no verdict (no sandbox, or it refused).
 
 Examples:
   shipping-sandbox --port 0 --memory            serve in memory on a free port
@@ -96,6 +107,7 @@ Examples:
   shipping-sandbox trigger tracking.delivered   send a sample event to the webhooks
   shipping-sandbox listen                       print webhook deliveries as they happen
   shipping-sandbox accounts create --plan starter
+  shipping-sandbox report --junit report.xml    judge the client; exits with 1 when a check fails
 `;
 
 /**

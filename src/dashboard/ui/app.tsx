@@ -7,6 +7,7 @@ import { NAVIGATION, parseRoute, type Route, sectionOf } from './routes.js';
 import { ClockScreen } from './screens/clock.js';
 import { FaultsScreen } from './screens/faults.js';
 import { KeysScreen } from './screens/keys.js';
+import { LabelScreen } from './screens/label.js';
 import { OutboxScreen } from './screens/outbox.js';
 import { ReportScreen } from './screens/report.js';
 import { RequestsScreen } from './screens/requests.js';
@@ -209,10 +210,12 @@ function CurrentScreen(props: { route: Route }) {
       return <ShipmentsScreen />;
     case 'shipment':
       return <ShipmentScreen key={route.id} id={route.id} />;
+    case 'label':
+      return <LabelScreen key={route.id} id={route.id} />;
     case 'clock':
       return <ClockScreen />;
     case 'webhooks':
-      return <WebhooksScreen selected={route.id} />;
+      return <WebhooksScreen selected={route.id} delivery={route.delivery} />;
     case 'outbox':
       return <OutboxScreen />;
     case 'keys':
@@ -220,7 +223,7 @@ function CurrentScreen(props: { route: Route }) {
     case 'faults':
       return <FaultsScreen />;
     case 'requests':
-      return <RequestsScreen />;
+      return <RequestsScreen selected={route.id} />;
     case 'report':
       return <ReportScreen />;
   }

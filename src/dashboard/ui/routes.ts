@@ -1,18 +1,21 @@
 /**
  * The dashboard's screens, addressed by the URL fragment (`#/shipments/shp_…`), so every screen is a
  * real link that can be opened in a new tab, bookmarked or gone back to, and the server serves one
- * page for all of them.
+ * page for all of them. A fragment can also point at one thing on a screen (a journal entry, a
+ * delivery attempt), which the screen marks and scrolls to: what the integration report links to.
  */
 
 export type Route =
   | { screen: 'shipments' }
   | { screen: 'shipment'; id: string }
+  /** A label, shown as its shipment (the report's evidence names labels). */
+  | { screen: 'label'; id: string }
   | { screen: 'clock' }
-  | { screen: 'webhooks'; id?: string }
+  | { screen: 'webhooks'; id?: string; delivery?: string }
   | { screen: 'outbox' }
   | { screen: 'keys' }
   | { screen: 'faults' }
-  | { screen: 'requests' }
+  | { screen: 'requests'; id?: string }
   | { screen: 'report' };
 
 export type Screen = Route['screen'];
@@ -33,18 +36,24 @@ export const NAVIGATION: readonly { screen: Screen; label: string; href: string 
 const ID = /^[a-z]+_[A-Za-z0-9]+$/;
 
 export function parseRoute(hash: string): Route {
-  const [first, second, ...more] = hash.replace(/^#\/?/, '').split('/').map(decodeSegment);
-  const id = second !== undefined && more.length === 0 && ID.test(second) ? second : undefined;
+  const [first, ...rest] = hash.replace(/^#\/?/, '').split('/').map(decodeSegment);
+  // Anything after the screen's name is identifiers, or the fragment names no one thing.
+  const ids = rest.every((segment) => ID.test(segment)) ? rest : [];
+  const [id, inner] = ids;
   switch (first) {
     case 'shipments':
-      return id ? { screen: 'shipment', id } : { screen: 'shipments' };
+      return id && ids.length === 1 ? { screen: 'shipment', id } : { screen: 'shipments' };
+    case 'labels':
+      return id && ids.length === 1 ? { screen: 'label', id } : { screen: 'shipments' };
     case 'webhooks':
-      return id ? { screen: 'webhooks', id } : { screen: 'webhooks' };
+      if (id && inner && ids.length === 2) return { screen: 'webhooks', id, delivery: inner };
+      return id && ids.length === 1 ? { screen: 'webhooks', id } : { screen: 'webhooks' };
+    case 'requests':
+      return id && ids.length === 1 ? { screen: 'requests', id } : { screen: 'requests' };
     case 'clock':
     case 'outbox':
     case 'keys':
     case 'faults':
-    case 'requests':
     case 'report':
       return { screen: first };
     default:
@@ -56,16 +65,23 @@ export function hrefOf(route: Route): string {
   switch (route.screen) {
     case 'shipment':
       return `#/shipments/${encodeURIComponent(route.id)}`;
+    case 'label':
+      return `#/labels/${encodeURIComponent(route.id)}`;
     case 'webhooks':
-      return route.id ? `#/webhooks/${encodeURIComponent(route.id)}` : '#/webhooks';
+      if (!route.id) return '#/webhooks';
+      return route.delivery
+        ? `#/webhooks/${encodeURIComponent(route.id)}/${encodeURIComponent(route.delivery)}`
+        : `#/webhooks/${encodeURIComponent(route.id)}`;
+    case 'requests':
+      return route.id ? `#/requests/${encodeURIComponent(route.id)}` : '#/requests';
     default:
       return `#/${route.screen}`;
   }
 }
 
-/** The navigation entry a screen belongs to (a shipment belongs to the shipments). */
+/** The navigation entry a screen belongs to (a shipment, and a label, belong to the shipments). */
 export function sectionOf(route: Route): Screen {
-  return route.screen === 'shipment' ? 'shipments' : route.screen;
+  return route.screen === 'shipment' || route.screen === 'label' ? 'shipments' : route.screen;
 }
 
 function decodeSegment(segment: string): string {

@@ -105,6 +105,8 @@ export interface Attempt {
   event: string;
   attempt: number;
   redelivery: boolean;
+  probe: boolean;
+  probe_signature: 'genuine' | 'forged' | null;
   status: 'scheduled' | 'sending' | 'succeeded' | 'failed' | 'cancelled';
   scheduled_at: string;
   sent_at: string | null;
@@ -174,12 +176,61 @@ export interface Fault {
 }
 
 export interface JournalEntry {
+  id: string;
   method: string;
   path: string;
   query: string;
   status: number;
+  code: string | null;
   duration_ms: number;
   at: string;
+  wall_at: string;
+  key_id: string;
+  retry_after: number | null;
+}
+
+/** `POST /_sandbox/webhooks/:id/probe`. */
+export interface ProbeResult {
+  genuine: ProbeAttempt;
+  forged: ProbeAttempt;
+  verifies_signatures: boolean;
+}
+
+export interface ProbeAttempt {
+  delivery_id: string;
+  response_status: number | null;
+  error: string | null;
+  duration_ms: number | null;
+}
+
+export type CheckStatus = 'pass' | 'fail' | 'not_observed';
+
+/** `GET /_sandbox/report` (docs/report.md). */
+export interface Report {
+  account_id: string;
+  generated_at: string;
+  generated_wall_at: string;
+  status: CheckStatus;
+  checks: Check[];
+}
+
+export interface Check {
+  id: string;
+  title: string;
+  status: CheckStatus;
+  summary: string;
+  counts: { passed: number; failed: number };
+  evidence: Evidence[];
+}
+
+/** One occurrence a check judged: what `id` names depends on `kind`. */
+export interface Evidence {
+  kind: 'request' | 'delivery' | 'label_url';
+  id: string;
+  at: string | null;
+  wall_at: string | null;
+  detail: string;
+  webhook_id?: string;
 }
 
 export interface List<T> {

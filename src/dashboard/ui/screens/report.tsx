@@ -1,59 +1,135 @@
-import { useEffect, useState } from 'preact/hooks';
-import { ApiFailure } from '../api.js';
-import { LiveState, Screen, Status, Table } from '../components.js';
+import { ActionButton, Instant, LiveState, Screen, Status } from '../components.js';
+import { saveFile } from '../download.js';
+import { evidenceLink } from '../evidence.js';
+import { formatInstant } from '../format.js';
 import { usePoll, useSession } from '../live.js';
-
-const REPORT = '/_sandbox/report';
-
-interface Report {
-  generated_at: string;
-  checks: { id: string; status: string; summary: string; evidence: unknown[] }[];
-}
+import { hrefOf } from '../routes.js';
+import type { Check, Evidence, Report } from '../types.js';
 
 /**
- * How the account's own client behaves, as the sandbox judged it (`GET /_sandbox/report`). Whether
- * this sandbox makes the report is read from its OpenAPI document first, so a sandbox without it is
- * not asked for a route it does not have.
+ * How the account's own client behaves, as the sandbox judged it (`GET /_sandbox/report`): each check
+ * with its verdict and summary, and its evidence linked to where each request, delivery or label
+ * lives in the dashboard. This screen reads `/_sandbox` only: a `/v1` read would be one of the
+ * client's requests, which the report judges.
  */
 export function ReportScreen() {
   const { api } = useSession();
-  const [available, setAvailable] = useState<boolean | undefined>(undefined);
-  useEffect(() => {
-    fetch(new URL('openapi.json', new URL('.', window.location.href)).href)
-      .then((response) => response.json() as Promise<{ paths?: Record<string, unknown> }>)
-      .then((document) => setAvailable(Boolean(document.paths?.[REPORT])))
-      .catch(() => setAvailable(true));
-  }, []);
-  const live = usePoll(
-    () =>
-      available
-        ? api.get<Report>(REPORT).catch((failure: unknown) => {
-            if (failure instanceof ApiFailure && failure.code === 'route_not_found') return null;
-            throw failure;
-          })
-        : Promise.resolve(available === false ? null : undefined),
-    [api, available],
-  );
+  const live = usePoll(() => api.get<Report>('/_sandbox/report'), [api]);
+  const report = live.data;
   return (
     <Screen
       title="Integration report"
-      intro="Checks of how your integration behaves (retries after 429, signature verification, fast webhook handlers), judged from what the sandbox saw."
+      intro="How your integration behaves, judged from the requests and webhook deliveries the sandbox saw for this account: what it does that would break against the live service, and where."
     >
       <LiveState live={live} what="the report" />
-      {live.data === null && <p class="muted">This sandbox does not make the integration report yet.</p>}
-      {live.data && (
-        <Table caption="Checks" head={['Check', 'Result', 'Summary']}>
-          {live.data.checks.map((check) => (
-            <tr key={check.id}>
-              <td class="mono">{check.id}</td>
-              <td>
-                <Status value={check.status} />
-              </td>
-              <td>{check.summary}</td>
-            </tr>
-          ))}
-        </Table>
+      {report && (
+        <>
+          <Verdict report={report} />
+          <ol class="checks" aria-label="Checks">
+            {report.checks.map((check) => (
+              <CheckResult key={check.id} check={check} />
+            ))}
+          </ol>
+        </>
       )}
     </Screen>
   );
+}
+
+function Verdict(props: { report: Report }) {
+  const { api } = useSession();
+  const { report } = props;
+  const count = (status: Check['status']) => report.checks.filter((check) => check.status === status).length;
+  return (
+    <section class="panel" aria-labelledby="verdict-title">
+      <h2 id="verdict-title">
+        Verdict: <Status value={report.status} />
+      </h2>
+      <p>
+        {plural(count('fail'), 'check fails', 'checks fail')}, {count('pass')} pass, {count('not_observed')}{' '}
+        {count('not_observed') === 1 ? 'has' : 'have'} seen nothing to judge yet. Judged at{' '}
+        <Instant value={report.generated_at} /> on the account's clock,{' '}
+        <time dateTime={report.generated_wall_at}>{formatInstant(report.generated_wall_at)}</time> by the wall
+        clock.
+      </p>
+      <div class="actions">
+        <ActionButton
+          run={() =>
+            saveFile(
+              api.blob('/_sandbox/report?format=junit'),
+              `shipping-sandbox-report-${report.account_id}.xml`,
+            )
+          }
+        >
+          Download JUnit XML
+        </ActionButton>
+      </div>
+      <p class="hint">
+        In CI, <code>npx shipping-sandbox report --junit report.xml</code> writes the same file and exits with
+        1 when a check fails.
+      </p>
+    </section>
+  );
+}
+
+/** One check: its verdict, what it found, and the occurrences it judged, each linked to its place. */
+function CheckResult(props: { check: Check }) {
+  const { check } = props;
+  const titleId = `check-${check.id}`;
+  return (
+    <li class={`panel check-result check-${check.status}`}>
+      <h2 id={titleId}>
+        <Status value={check.status} /> {check.title}
+      </h2>
+      <p class="muted">
+        <span class="mono">{check.id}</span> · {countsText(check.counts)}
+      </p>
+      <p>{check.summary}</p>
+      {check.id === 'verifies_signatures' && check.status === 'not_observed' && (
+        <p>
+          To judge it, press <strong>Probe signatures</strong> on the{' '}
+          <a href={hrefOf({ screen: 'webhooks' })}>Webhooks screen</a>, or run{' '}
+          <code>shipping-sandbox probe wh_…</code>.
+        </p>
+      )}
+      {check.evidence.length > 0 && (
+        // A failing check's evidence is what one came for: it starts open.
+        <details open={check.status === 'fail'}>
+          <summary>
+            Evidence<span class="visually-hidden"> of “{check.title}”</span> ({check.evidence.length})
+          </summary>
+          <ul class="evidence">
+            {check.evidence.map((item) => (
+              <EvidenceItem key={`${item.kind}-${item.id}`} item={item} />
+            ))}
+          </ul>
+        </details>
+      )}
+    </li>
+  );
+}
+
+function EvidenceItem(props: { item: Evidence }) {
+  const { item } = props;
+  const link = evidenceLink(item);
+  return (
+    <li>
+      <p class="evidence-detail">{item.detail}</p>
+      <p class="muted">
+        <Instant value={item.at} /> on the account's clock ·{' '}
+        {item.wall_at ? <time dateTime={item.wall_at}>{formatInstant(item.wall_at)}</time> : '—'} by the wall
+        clock
+      </p>
+      <a href={link.href}>{link.text}</a>
+    </li>
+  );
+}
+
+function countsText(counts: Check['counts']): string {
+  if (counts.passed === 0 && counts.failed === 0) return 'nothing judged yet';
+  return `${counts.failed} failing, ${counts.passed} passing`;
+}
+
+function plural(count: number, one: string, many: string): string {
+  return `${count} ${count === 1 ? one : many}`;
 }

@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { ApiFailure, describeFailure } from '../api.js';
 import { ActionButton, Choice, Instant, LiveState, Screen, Status, Table } from '../components.js';
+import { saveFile } from '../download.js';
 import { formatMoney, formatPlace, statusWords } from '../format.js';
 import { usePoll, useSession } from '../live.js';
 import type { Label, List, ParcelOverview, Rate, Scenario, Shipment } from '../types.js';
@@ -322,7 +323,9 @@ function LabelPanel(props: { shipment: Shipment; refresh: () => Promise<void> })
           </a>
         )}
         {label && urlExpired && (
-          <ActionButton run={() => downloadWithKey(api.blob(`/v1/labels/${label.id}/download`), label)}>
+          <ActionButton
+            run={() => saveFile(api.blob(`/v1/labels/${label.id}/download`), `${label.id}.${label.format}`)}
+          >
             Download label ({label.format.toUpperCase()})
           </ActionButton>
         )}
@@ -337,16 +340,6 @@ function LabelPanel(props: { shipment: Shipment; refresh: () => Promise<void> })
       )}
     </section>
   );
-}
-
-/** Saves a file fetched with the key (a label whose pre-signed link has expired). */
-async function downloadWithKey(file: Promise<Blob>, label: Label): Promise<void> {
-  const url = URL.createObjectURL(await file);
-  const link = document.createElement('a');
-  link.href = url;
-  link.download = `${label.id}.${label.format}`;
-  link.click();
-  setTimeout(() => URL.revokeObjectURL(url), 10_000);
 }
 
 /** The carriers' rates for this parcel and route, the shipment's own marked. Read once: rates do not change. */

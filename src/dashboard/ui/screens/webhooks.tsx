@@ -14,13 +14,23 @@ import {
 import { prettyBody } from '../format.js';
 import { usePoll, useSession } from '../live.js';
 import { hrefOf } from '../routes.js';
-import { type Attempt, type AttemptInFull, EVENT_TYPES, type List, type Webhook } from '../types.js';
+import { useScrolledTo } from '../scroll.js';
+import {
+  type Attempt,
+  type AttemptInFull,
+  EVENT_TYPES,
+  type List,
+  type ProbeResult,
+  type Webhook,
+} from '../types.js';
 
 /**
  * The account's webhook endpoints and, for the one picked, every delivery attempt as it happens:
- * what was sent, what came back, and when the next retry is due.
+ * what was sent, what came back, and when the next retry is due. With a delivery's id
+ * (`#/webhooks/wh_…/dlv_…`, the integration report's evidence links here) that attempt is marked,
+ * opened and scrolled to.
  */
-export function WebhooksScreen(props: { selected: string | undefined }) {
+export function WebhooksScreen(props: { selected: string | undefined; delivery?: string | undefined }) {
   const { api } = useSession();
   // Read from /v1, which counts against the account's limits: once, after each change made here,
   // and when the delivery log changes (a failing delivery fails its webhook), not on a timer.
@@ -29,6 +39,7 @@ export function WebhooksScreen(props: { selected: string | undefined }) {
   // The first endpoint is shown when none is picked: most accounts have one.
   const selected =
     list.find((webhook) => webhook.id === props.selected) ?? (props.selected ? undefined : list[0]);
+  const [probed, setProbed] = useState<{ webhook: Webhook; result: ProbeResult } | undefined>(undefined);
 
   return (
     <Screen
@@ -58,7 +69,14 @@ export function WebhooksScreen(props: { selected: string | undefined }) {
                 <Status value={webhook.status} />
               </td>
               <td>{webhook.events.join(', ')}</td>
-              <td>
+              <td class="row-actions">
+                <ActionButton
+                  label={`Probe ${webhook.url}: send a genuine and a forged delivery`}
+                  run={() => api.post<ProbeResult>(`/_sandbox/webhooks/${webhook.id}/probe`)}
+                  then={(result) => setProbed({ webhook, result: result as ProbeResult })}
+                >
+                  Probe signatures
+                </ActionButton>
                 {webhook.status !== 'active' && (
                   <ActionButton
                     label={`Re-enable ${webhook.url}`}
@@ -72,13 +90,21 @@ export function WebhooksScreen(props: { selected: string | undefined }) {
             </tr>
           ))}
         </Table>
+        {probed && <ProbeOutcome webhook={probed.webhook} result={probed.result} />}
         <details class="add">
           <summary>Add an endpoint</summary>
           <AddEndpoint added={() => webhooks.refresh()} />
         </details>
       </section>
       <TriggerEvent />
-      {selected && <Deliveries webhook={selected} endpointsChanged={webhooks.refresh} />}
+      {selected && (
+        <Deliveries
+          key={selected.id}
+          webhook={selected}
+          highlight={props.delivery}
+          endpointsChanged={webhooks.refresh}
+        />
+      )}
       {props.selected && webhooks.loaded && !selected && (
         <p class="error" role="alert">
           This account has no webhook {props.selected}.
@@ -148,15 +174,58 @@ function TriggerEvent() {
   );
 }
 
-function Deliveries(props: { webhook: Webhook; endpointsChanged: () => Promise<void> }) {
+/**
+ * What a probe found: the receiver's two answers, in words. It judges no more than
+ * `verifies_signatures` does, and the report says the same.
+ */
+function ProbeOutcome(props: { webhook: Webhook; result: ProbeResult }) {
+  const { webhook, result } = props;
+  const answer = (attempt: ProbeResult['genuine']) =>
+    attempt.response_status === null
+      ? `no answer (${attempt.error ?? 'none'})`
+      : `${attempt.response_status}`;
+  const genuineAccepted =
+    result.genuine.response_status !== null &&
+    result.genuine.response_status >= 200 &&
+    result.genuine.response_status < 300;
+  const verdict = result.verifies_signatures
+    ? 'It verifies signatures: it accepted the genuine delivery and refused the forged one.'
+    : genuineAccepted
+      ? 'It does not verify signatures: it accepted the forged delivery as well.'
+      : 'This tells nothing: the receiver did not accept the genuine delivery either.';
+  return (
+    <div class="notice" role="status">
+      <p>
+        Probe of {webhook.url}: the genuine delivery was answered {answer(result.genuine)}, the forged one{' '}
+        {answer(result.forged)}. {verdict}
+      </p>
+      <p>
+        <a href={hrefOf({ screen: 'webhooks', id: webhook.id, delivery: result.forged.delivery_id })}>
+          View the forged delivery
+        </a>{' '}
+        · <a href={hrefOf({ screen: 'report' })}>View the integration report</a>
+      </p>
+    </div>
+  );
+}
+
+function Deliveries(props: {
+  webhook: Webhook;
+  highlight: string | undefined;
+  endpointsChanged: () => Promise<void>;
+}) {
   const { api } = useSession();
-  const { webhook } = props;
+  const { webhook, highlight } = props;
   const live = usePoll(
     () => api.get<List<Attempt>>(`/_sandbox/webhooks/${webhook.id}/deliveries?limit=100`),
     [api, webhook.id],
   );
   const attempts = live.data?.data ?? [];
-  const [open, setOpen] = useState<string | undefined>(undefined);
+  // The attempt a link pointed at starts open.
+  const [open, setOpen] = useState<string | undefined>(highlight);
+  useEffect(() => setOpen(highlight), [highlight]);
+  const listed = highlight !== undefined && attempts.some((attempt) => attempt.id === highlight);
+  const rowOf = useScrolledTo(listed ? highlight : undefined);
   // A webhook fails with a delivery: when the log changes, the endpoints' statuses are read again.
   const latest = attempts[0] ? `${attempts[0].id}:${attempts[0].status}` : '';
   // Only when the log changes.
@@ -174,8 +243,15 @@ function Deliveries(props: { webhook: Webhook; endpointsChanged: () => Promise<v
         empty="No deliveries yet."
       >
         {attempts.flatMap((attempt) => {
+          const chosen = attempt.id === highlight;
           const rows = [
-            <tr key={attempt.id}>
+            <tr
+              key={attempt.id}
+              id={`delivery-${attempt.id}`}
+              ref={chosen ? rowOf : undefined}
+              class={chosen ? 'chosen' : undefined}
+              aria-current={chosen ? 'true' : undefined}
+            >
               <td>
                 {attempt.event}
                 <div class="muted mono">{attempt.event_id}</div>
@@ -183,6 +259,7 @@ function Deliveries(props: { webhook: Webhook; endpointsChanged: () => Promise<v
               <td>
                 {attempt.attempt === 0 ? 'first' : `retry ${attempt.attempt}`}
                 {attempt.redelivery && <span class="tag"> redelivery</span>}
+                {attempt.probe && <span class="tag"> probe, {attempt.probe_signature} signature</span>}
               </td>
               <td>
                 <Status value={attempt.status} />
@@ -229,6 +306,15 @@ function Deliveries(props: { webhook: Webhook; endpointsChanged: () => Promise<v
           return rows;
         })}
       </Table>
+      {highlight && live.loaded && !listed && (
+        <section aria-labelledby="linked-delivery-title">
+          <h3 id="linked-delivery-title">
+            Delivery <span class="mono">{highlight}</span>
+          </h3>
+          <p class="muted">Older than the newest 100 attempts listed above.</p>
+          <AttemptDetails id={highlight} version="" />
+        </section>
+      )}
     </section>
   );
 }
