@@ -282,7 +282,7 @@ void sandboxPackage.startSandbox(options).then(async (sandbox: sandboxPackage.Sa
     expect(JSON.parse((await node(['out/required.cjs'])).stdout)).toEqual({ speed: 1, listed: 0 });
   });
 
-  it('runs the Vitest examples with Vitest, the README\'s first test among them', async () => {
+  it("runs the Vitest examples with Vitest, the README's first test among them", async () => {
     cpSync('examples/vitest', join(app, 'vitest-example'), { recursive: true });
     // The merchant has Vitest installed: this project's.
     symlinkSync(realpathSync('node_modules/vitest'), join(app, 'node_modules', 'vitest'), 'dir');
