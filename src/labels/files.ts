@@ -9,17 +9,46 @@ import type { LabelRecord } from './store.js';
 const CACHE_BYTES = 64 * 1024 * 1024;
 
 /**
+ * Files waiting to be rendered ahead of their download. Beyond this many, the oldest are left to
+ * their first download: a burst of purchases queues a few seconds of renders, not one a purchase.
+ */
+export const AHEAD_QUEUE_LIMIT = 1_000;
+
+/**
  * The label files. Rendering is a pure function of the label and its shipment, so files are not
  * stored: they are rendered once, kept in a bounded in-memory cache, and rendered again (to the same
  * bytes) after a restart or an eviction.
+ *
+ * A bought label's file is rendered ahead of its download, one at a time on a thread of the lowest
+ * priority (see pool.ts), so that the first download finds it ready or under way. The newest purchase
+ * goes first: its download is the one most likely to come next, and under a burst the oldest waiting
+ * are dropped. A download never waits behind that queue, nor for a thread that a busy machine starves:
+ * a file still waiting is taken out of it and rendered at once, and a file being rendered ahead is
+ * also rendered for the download, which takes whichever is done first (the same bytes).
  */
 export class LabelFiles {
-  constructor(private readonly renderer: LabelRenderer) {}
-
   private readonly cache = new LRUCache<string, Promise<RenderedLabel>>({
     maxSize: CACHE_BYTES,
     sizeCalculation: () => 64 * 1024,
   });
+
+  /**
+   * Documents of bought labels waiting for a render ahead of their download, by label id. An LRU
+   * cache serves as a bounded stack: each addition is the most recent, `entries()` starts from it,
+   * and when it is full the oldest is dropped.
+   */
+  private readonly waiting: LRUCache<string, LabelDocument>;
+  /** The render ahead under way (one at a time). */
+  private ahead: Promise<RenderedLabel> | undefined;
+  private aheadScheduled = false;
+  private closed = false;
+
+  constructor(
+    private readonly renderer: LabelRenderer,
+    aheadQueueLimit = AHEAD_QUEUE_LIMIT,
+  ) {
+    this.waiting = new LRUCache({ max: aheadQueueLimit });
+  }
 
   get(label: LabelRecord, shipment: ShipmentRecord): Promise<RenderedLabel> {
     return this.cached(label.id, labelDocument(label, shipment));
@@ -33,10 +62,48 @@ export class LabelFiles {
       : this.cached(`${label.id}:png`, { ...doc, format: 'png' });
   }
 
+  /**
+   * Queues a freshly bought label's file for a render ahead of its download. Returns at once: the
+   * render starts after the current request has been answered.
+   */
+  renderAhead(label: LabelRecord, shipment: ShipmentRecord): void {
+    if (this.closed || !this.renderer.background) return;
+    if (this.cache.has(label.id) || this.waiting.has(label.id)) return;
+    this.waiting.set(label.id, labelDocument(label, shipment));
+    if (this.ahead || this.aheadScheduled) return;
+    this.aheadScheduled = true;
+    setImmediate(() => {
+      this.aheadScheduled = false;
+      this.nextAhead();
+    });
+  }
+
+  private nextAhead(): void {
+    const background = this.renderer.background;
+    if (this.ahead || this.closed || !background) return;
+    const newest = this.waiting.entries().next();
+    if (newest.done) return;
+    const [key, doc] = newest.value;
+    this.waiting.delete(key);
+    const ahead = this.remember(key, background(doc));
+    this.ahead = ahead;
+    const after = () => {
+      this.ahead = undefined;
+      this.nextAhead();
+    };
+    ahead.then(after, after);
+  }
+
   private cached(key: string, doc: LabelDocument): Promise<RenderedLabel> {
     const cached = this.cache.get(key);
-    if (cached) return cached;
-    const file = this.renderer.render(doc);
+    if (cached && cached !== this.ahead) return cached;
+    this.waiting.delete(key);
+    const rendering = this.renderer.render(doc);
+    return this.remember(key, cached ? firstDone(cached, rendering) : rendering);
+  }
+
+  /** Keeps a render (under way or done) as the file of `key`; a failed render is forgotten. */
+  private remember(key: string, file: Promise<RenderedLabel>): Promise<RenderedLabel> {
     this.cache.set(key, file);
     file.then(
       // Counted at a typical size while pending; re-inserted with its real size once known.
@@ -51,8 +118,18 @@ export class LabelFiles {
   }
 
   close(): Promise<void> {
+    this.closed = true;
+    this.waiting.clear();
     return this.renderer.close();
   }
+}
+
+/** The first of two renders of the same file to succeed; `mine`'s failure if it fails. */
+function firstDone(other: Promise<RenderedLabel>, mine: Promise<RenderedLabel>): Promise<RenderedLabel> {
+  return new Promise((resolve, reject) => {
+    other.then(resolve, () => {});
+    mine.then(resolve, reject);
+  });
 }
 
 export function labelDocument(label: LabelRecord, shipment: ShipmentRecord): LabelDocument {

@@ -1,0 +1,212 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { DEFAULT_ACCOUNT } from '../src/accounts/default-account.js';
+import { LabelFiles, labelDocument } from '../src/labels/files.js';
+import type { LabelDocument } from '../src/labels/render/document.js';
+import { LABEL_CONTENT_TYPES, type RenderedLabel } from '../src/labels/render/index.js';
+import type { LabelRenderer } from '../src/labels/render/pool.js';
+import type { LabelRecord } from '../src/labels/store.js';
+import type { ShipmentRecord } from '../src/shipments/store.js';
+import { createTestSandbox, expectError, type TestSandbox } from './helpers.js';
+
+/** A render the test finishes by hand: which thread it was asked of, and for which label. */
+interface Render {
+  thread: 'download' | 'ahead';
+  labelId: string;
+  doc: LabelDocument;
+  finish(): void;
+  fail(): void;
+}
+
+/** A renderer whose renders wait for the test; a file's bytes name its label and the thread. */
+function manualRenderer(options: { background?: boolean } = {}) {
+  const renders: Render[] = [];
+  const on =
+    (thread: Render['thread']) =>
+    (doc: LabelDocument): Promise<RenderedLabel> =>
+      new Promise((resolve, reject) => {
+        renders.push({
+          thread,
+          labelId: doc.labelId,
+          doc,
+          finish: () =>
+            resolve({
+              bytes: new TextEncoder().encode(`${doc.labelId} ${thread}`),
+              contentType: LABEL_CONTENT_TYPES[doc.format],
+              extension: doc.format,
+            }),
+          fail: () => reject(new Error('render failed')),
+        });
+      });
+  const renderer: LabelRenderer = {
+    render: on('download'),
+    ...(options.background === false ? {} : { background: on('ahead') }),
+    close: async () => {},
+  };
+  return { renderer, renders };
+}
+
+const text = (file: RenderedLabel) => new TextDecoder().decode(file.bytes);
+const summary = (renders: Render[]) => renders.map((r) => `${r.labelId} ${r.thread}`);
+
+/** Labels bought through the API, with the records the files are rendered from. */
+async function boughtLabels(count: number, sandbox: TestSandbox = createTestSandbox()) {
+  const labels: Array<{ label: LabelRecord; shipment: ShipmentRecord }> = [];
+  for (let i = 0; i < count; i++) {
+    const shipment = await sandbox.newShipment();
+    const response = await sandbox.call('POST', '/v1/labels', { body: { shipment_id: shipment.id } });
+    expect(response.status).toBe(201);
+    const label = sandbox.stores.labels.find(DEFAULT_ACCOUNT.id, response.json.id)!;
+    labels.push({ label, shipment: sandbox.stores.shipments.find(DEFAULT_ACCOUNT.id, label.shipmentId)! });
+  }
+  return labels;
+}
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+describe('label files rendered ahead of their download', () => {
+  it('render a bought label on the background thread, and its download takes that file', async () => {
+    const [bought] = await boughtLabels(1);
+    const { label, shipment } = bought!;
+    const { renderer, renders } = manualRenderer();
+    const files = new LabelFiles(renderer);
+    files.renderAhead(label, shipment);
+    // Not on the purchase's own turn: the render starts once the request has been answered.
+    expect(renders).toEqual([]);
+    await nextTurn();
+    expect(summary(renders)).toEqual([`${label.id} ahead`]);
+    expect(renders[0]!.doc).toEqual(labelDocument(label, shipment));
+    renders[0]!.finish();
+    await nextTurn();
+    expect(text(await files.get(label, shipment))).toBe(`${label.id} ahead`);
+    // Bought again (a retried call) or downloaded again: nothing renders twice.
+    files.renderAhead(label, shipment);
+    await nextTurn();
+    expect(text(await files.get(label, shipment))).toBe(`${label.id} ahead`);
+    expect(renders).toHaveLength(1);
+  });
+
+  it('let a download that finds its render ahead under way take whichever render finishes first', async () => {
+    const [first, second] = await boughtLabels(2);
+    const { renderer, renders } = manualRenderer();
+    const files = new LabelFiles(renderer);
+
+    // The thread ahead is starved (a busy machine): the download's own render answers it.
+    files.renderAhead(first!.label, first!.shipment);
+    await nextTurn();
+    const download = files.get(first!.label, first!.shipment);
+    const again = files.get(first!.label, first!.shipment);
+    expect(summary(renders)).toEqual([`${first!.label.id} ahead`, `${first!.label.id} download`]);
+    renders[1]!.finish();
+    expect(text(await download)).toBe(`${first!.label.id} download`);
+    expect(text(await again)).toBe(`${first!.label.id} download`);
+    renders[0]!.finish();
+    expect(text(await files.get(first!.label, first!.shipment))).toBe(`${first!.label.id} download`);
+
+    // The render ahead finishes first: the download has it, and its own render is not awaited.
+    files.renderAhead(second!.label, second!.shipment);
+    await nextTurn();
+    const later = files.get(second!.label, second!.shipment);
+    renders[2]!.finish();
+    expect(text(await later)).toBe(`${second!.label.id} ahead`);
+    expect(summary(renders).slice(2)).toEqual([`${second!.label.id} ahead`, `${second!.label.id} download`]);
+  });
+
+  it('render the newest purchase first, and leave the oldest to their download beyond the queue', async () => {
+    const bought = await boughtLabels(5);
+    const ids = bought.map(({ label }) => label.id);
+    const { renderer, renders } = manualRenderer();
+    const files = new LabelFiles(renderer, 2);
+    files.renderAhead(bought[0]!.label, bought[0]!.shipment);
+    await nextTurn();
+    // While the first renders, four more are bought: the queue of two keeps the newest.
+    for (const { label, shipment } of bought.slice(1)) files.renderAhead(label, shipment);
+    for (let next = 0; next < 3; next++) {
+      renders[next]?.finish();
+      await nextTurn();
+    }
+    expect(summary(renders)).toEqual([`${ids[0]} ahead`, `${ids[4]} ahead`, `${ids[3]} ahead`]);
+
+    // The dropped ones render on their download, and only then.
+    const dropped = files.get(bought[1]!.label, bought[1]!.shipment);
+    expect(summary(renders).slice(3)).toEqual([`${ids[1]} download`]);
+    renders[3]!.finish();
+    expect(text(await dropped)).toBe(`${ids[1]} download`);
+  });
+
+  it('take a waiting file out of the queue for its download, which never waits behind it', async () => {
+    const [older, newer] = await boughtLabels(2);
+    const { renderer, renders } = manualRenderer();
+    const files = new LabelFiles(renderer);
+    files.renderAhead(older!.label, older!.shipment);
+    files.renderAhead(newer!.label, newer!.shipment);
+    await nextTurn();
+    expect(summary(renders)).toEqual([`${newer!.label.id} ahead`]);
+
+    const download = files.get(older!.label, older!.shipment);
+    expect(summary(renders)).toEqual([`${newer!.label.id} ahead`, `${older!.label.id} download`]);
+    renders[1]!.finish();
+    expect(text(await download)).toBe(`${older!.label.id} download`);
+    renders[0]!.finish();
+    await nextTurn();
+    await nextTurn();
+    expect(renders).toHaveLength(2);
+  });
+
+  it('forget a failed render ahead, so that the download renders the file itself', async () => {
+    const [bought] = await boughtLabels(1);
+    const { renderer, renders } = manualRenderer();
+    const files = new LabelFiles(renderer);
+    files.renderAhead(bought!.label, bought!.shipment);
+    await nextTurn();
+    renders[0]!.fail();
+    await nextTurn();
+    const download = files.get(bought!.label, bought!.shipment);
+    expect(summary(renders)).toEqual([`${bought!.label.id} ahead`, `${bought!.label.id} download`]);
+    renders[1]!.finish();
+    expect(text(await download)).toBe(`${bought!.label.id} download`);
+  });
+
+  it('render nothing ahead where files render on the main thread, nor once closed', async () => {
+    const [first, second] = await boughtLabels(2);
+    const inline = manualRenderer({ background: false });
+    new LabelFiles(inline.renderer).renderAhead(first!.label, first!.shipment);
+    await nextTurn();
+    expect(inline.renders).toEqual([]);
+
+    const threaded = manualRenderer();
+    const files = new LabelFiles(threaded.renderer);
+    files.renderAhead(first!.label, first!.shipment);
+    await files.close();
+    files.renderAhead(second!.label, second!.shipment);
+    await nextTurn();
+    expect(threaded.renders).toEqual([]);
+  });
+});
+
+describe('buying a label', () => {
+  it('queues its file to render ahead once the purchase has committed, and nothing for a refused one', async () => {
+    const sandbox = createTestSandbox();
+    const queued: Array<{ labelId: string; shipmentStatus: string; inTransaction: boolean }> = [];
+    vi.spyOn(LabelFiles.prototype, 'renderAhead').mockImplementation((label, shipment) => {
+      queued.push({
+        labelId: label.id,
+        shipmentStatus: shipment.status,
+        inTransaction: sandbox.db.inTransaction,
+      });
+    });
+    const [bought] = await boughtLabels(1, sandbox);
+    expect(queued).toEqual([
+      { labelId: bought!.label.id, shipmentStatus: 'label_generated', inTransaction: false },
+    ]);
+    expectError(
+      await sandbox.call('POST', '/v1/labels', { body: { shipment_id: bought!.shipment.id } }),
+      422,
+      'label_already_exists',
+      'shipment_id',
+    );
+    expect(queued).toHaveLength(1);
+  });
+});
