@@ -50,7 +50,7 @@ export async function renderPdf(doc: LabelDocument): Promise<Uint8Array> {
 /**
  * The page's content stream, written as text: the operators, numbers and resource names are those
  * that pdf-lib's `drawText` and `drawRectangle` write, so the file is byte for byte what those made,
- * but without the operator objects they build and serialise, which took a quarter of a label.
+ * but without the operator objects they build and serialise, a fifth of a render.
  */
 class PageContent {
   private text = '';
