@@ -1,7 +1,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { DEFAULT_ACCOUNT } from '../src/accounts/default-account.js';
-import { LabelFiles, labelDocument } from '../src/labels/files.js';
+import { AHEAD_JOIN_GRACE_MS, LabelFiles, labelDocument } from '../src/labels/files.js';
 import type { LabelDocument } from '../src/labels/render/document.js';
 import { LABEL_CONTENT_TYPES, type RenderedLabel } from '../src/labels/render/index.js';
 import type { LabelRenderer } from '../src/labels/render/pool.js';
@@ -64,6 +64,7 @@ async function boughtLabels(count: number, sandbox: TestSandbox = createTestSand
 
 afterEach(() => {
   vi.restoreAllMocks();
+  vi.useRealTimers();
 });
 
 describe('label files rendered ahead of their download', () => {
@@ -88,37 +89,42 @@ describe('label files rendered ahead of their download', () => {
     expect(renders).toHaveLength(1);
   });
 
-  it('let a download that finds its render ahead under way take whichever render finishes first', async () => {
+  it('let a download wait for its render ahead under way, and past a grace render the file itself too', async () => {
     const [first, second] = await boughtLabels(2);
     const { renderer, renders } = manualRenderer();
     const files = new LabelFiles(renderer);
 
-    // The thread ahead is starved (a busy machine): the download's own render answers it.
+    // The render ahead finishes in time: the download takes it, and renders nothing itself.
     files.renderAhead(first!.label, first!.shipment);
     await nextTurn();
     const download = files.get(first!.label, first!.shipment);
-    const again = files.get(first!.label, first!.shipment);
-    expect(summary(renders)).toEqual([`${first!.label.id} ahead`, `${first!.label.id} download`]);
-    renders[1]!.finish();
-    expect(text(await download)).toBe(`${first!.label.id} download`);
-    expect(text(await again)).toBe(`${first!.label.id} download`);
     renders[0]!.finish();
-    expect(text(await files.get(first!.label, first!.shipment))).toBe(`${first!.label.id} download`);
+    expect(text(await download)).toBe(`${first!.label.id} ahead`);
+    expect(summary(renders)).toEqual([`${first!.label.id} ahead`]);
 
-    // The render ahead finishes first: the download has it, and its own render is not awaited.
+    // The thread ahead is starved (a busy machine): past the grace, the download's own render answers.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
     files.renderAhead(second!.label, second!.shipment);
     await nextTurn();
-    const later = files.get(second!.label, second!.shipment);
+    const starved = files.get(second!.label, second!.shipment);
+    const again = files.get(second!.label, second!.shipment);
+    vi.advanceTimersByTime(AHEAD_JOIN_GRACE_MS - 1);
+    expect(renders).toHaveLength(2);
+    vi.advanceTimersByTime(1);
+    expect(summary(renders).slice(1)).toEqual([`${second!.label.id} ahead`, `${second!.label.id} download`]);
     renders[2]!.finish();
-    expect(text(await later)).toBe(`${second!.label.id} ahead`);
-    expect(summary(renders).slice(2)).toEqual([`${second!.label.id} ahead`, `${second!.label.id} download`]);
+    expect(text(await starved)).toBe(`${second!.label.id} download`);
+    expect(text(await again)).toBe(`${second!.label.id} download`);
+    renders[1]!.finish();
+    expect(text(await files.get(second!.label, second!.shipment))).toBe(`${second!.label.id} download`);
+    expect(renders).toHaveLength(3);
   });
 
   it('render the newest purchase first, and leave the oldest to their download beyond the queue', async () => {
     const bought = await boughtLabels(5);
     const ids = bought.map(({ label }) => label.id);
     const { renderer, renders } = manualRenderer();
-    const files = new LabelFiles(renderer, 2);
+    const files = new LabelFiles(renderer, { aheadQueueLimit: 2 });
     files.renderAhead(bought[0]!.label, bought[0]!.shipment);
     await nextTurn();
     // While the first renders, four more are bought: the queue of two keeps the newest.
@@ -155,18 +161,29 @@ describe('label files rendered ahead of their download', () => {
     expect(renders).toHaveLength(2);
   });
 
-  it('forget a failed render ahead, so that the download renders the file itself', async () => {
-    const [bought] = await boughtLabels(1);
+  it('forget a failed render ahead, so that the download renders the file itself at once', async () => {
+    const [before, during] = await boughtLabels(2);
     const { renderer, renders } = manualRenderer();
     const files = new LabelFiles(renderer);
-    files.renderAhead(bought!.label, bought!.shipment);
+    // Failed before the download.
+    files.renderAhead(before!.label, before!.shipment);
     await nextTurn();
     renders[0]!.fail();
     await nextTurn();
-    const download = files.get(bought!.label, bought!.shipment);
-    expect(summary(renders)).toEqual([`${bought!.label.id} ahead`, `${bought!.label.id} download`]);
+    const download = files.get(before!.label, before!.shipment);
+    expect(summary(renders)).toEqual([`${before!.label.id} ahead`, `${before!.label.id} download`]);
     renders[1]!.finish();
-    expect(text(await download)).toBe(`${bought!.label.id} download`);
+    expect(text(await download)).toBe(`${before!.label.id} download`);
+
+    // Failed while the download waited for it: no need to wait for the grace.
+    files.renderAhead(during!.label, during!.shipment);
+    await nextTurn();
+    const waiting = files.get(during!.label, during!.shipment);
+    renders[2]!.fail();
+    await nextTurn();
+    expect(summary(renders).slice(2)).toEqual([`${during!.label.id} ahead`, `${during!.label.id} download`]);
+    renders[3]!.finish();
+    expect(text(await waiting)).toBe(`${during!.label.id} download`);
   });
 
   it('render nothing ahead where files render on the main thread, nor once closed', async () => {

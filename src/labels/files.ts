@@ -15,6 +15,12 @@ const CACHE_BYTES = 64 * 1024 * 1024;
 export const AHEAD_QUEUE_LIMIT = 1_000;
 
 /**
+ * How long a download waits for its file's render ahead, under way, before rendering the file itself
+ * as well: twice a render, so that it only happens when a busy machine starves the background thread.
+ */
+export const AHEAD_JOIN_GRACE_MS = 10;
+
+/**
  * The label files. Rendering is a pure function of the label and its shipment, so files are not
  * stored: they are rendered once, kept in a bounded in-memory cache, and rendered again (to the same
  * bytes) after a restart or an eviction.
@@ -22,9 +28,10 @@ export const AHEAD_QUEUE_LIMIT = 1_000;
  * A bought label's file is rendered ahead of its download, one at a time on a thread of the lowest
  * priority (see pool.ts), so that the first download finds it ready or under way. The newest purchase
  * goes first: its download is the one most likely to come next, and under a burst the oldest waiting
- * are dropped. A download never waits behind that queue, nor for a thread that a busy machine starves:
- * a file still waiting is taken out of it and rendered at once, and a file being rendered ahead is
- * also rendered for the download, which takes whichever is done first (the same bytes).
+ * are dropped. A download never waits behind that queue, nor long for a thread that a busy machine
+ * starves: a file still waiting is taken out of the queue and rendered at once, and a download that
+ * finds its file rendering ahead waits for that render, but past a grace renders the file itself too
+ * and takes whichever is done first (the same bytes).
  */
 export class LabelFiles {
   private readonly cache = new LRUCache<string, Promise<RenderedLabel>>({
@@ -43,11 +50,14 @@ export class LabelFiles {
   private aheadScheduled = false;
   private closed = false;
 
+  private readonly joinGraceMs: number;
+
   constructor(
     private readonly renderer: LabelRenderer,
-    aheadQueueLimit = AHEAD_QUEUE_LIMIT,
+    options: { aheadQueueLimit?: number; joinGraceMs?: number } = {},
   ) {
-    this.waiting = new LRUCache({ max: aheadQueueLimit });
+    this.waiting = new LRUCache({ max: options.aheadQueueLimit ?? AHEAD_QUEUE_LIMIT });
+    this.joinGraceMs = options.joinGraceMs ?? AHEAD_JOIN_GRACE_MS;
   }
 
   get(label: LabelRecord, shipment: ShipmentRecord): Promise<RenderedLabel> {
@@ -98,8 +108,25 @@ export class LabelFiles {
     const cached = this.cache.get(key);
     if (cached && cached !== this.ahead) return cached;
     this.waiting.delete(key);
-    const rendering = this.renderer.render(doc);
-    return this.remember(key, cached ? firstDone(cached, rendering) : rendering);
+    return this.remember(key, cached ? this.join(cached, doc) : this.renderer.render(doc));
+  }
+
+  /** A file rendering ahead, or, should that fail or outlast the grace, the download's own render. */
+  private join(ahead: Promise<RenderedLabel>, doc: LabelDocument): Promise<RenderedLabel> {
+    return new Promise((resolve, reject) => {
+      let rendering = false;
+      const renderOwn = () => {
+        clearTimeout(grace);
+        if (rendering) return;
+        rendering = true;
+        this.renderer.render(doc).then(resolve, reject);
+      };
+      const grace = setTimeout(renderOwn, this.joinGraceMs);
+      ahead.then((file) => {
+        clearTimeout(grace);
+        resolve(file);
+      }, renderOwn);
+    });
   }
 
   /** Keeps a render (under way or done) as the file of `key`; a failed render is forgotten. */
@@ -122,14 +149,6 @@ export class LabelFiles {
     this.waiting.clear();
     return this.renderer.close();
   }
-}
-
-/** The first of two renders of the same file to succeed; `mine`'s failure if it fails. */
-function firstDone(other: Promise<RenderedLabel>, mine: Promise<RenderedLabel>): Promise<RenderedLabel> {
-  return new Promise((resolve, reject) => {
-    other.then(resolve, () => {});
-    mine.then(resolve, reject);
-  });
 }
 
 export function labelDocument(label: LabelRecord, shipment: ShipmentRecord): LabelDocument {
