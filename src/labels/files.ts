@@ -16,9 +16,10 @@ export const AHEAD_QUEUE_LIMIT = 1_000;
 
 /**
  * How long a download waits for its file's render ahead, under way, before rendering the file itself
- * as well: twice a render, so that it only happens when a busy machine starves the background thread.
+ * as well: about a render, so that a download right after its purchase takes the render ahead, and one
+ * whose render ahead a busy machine starves waits no longer than that.
  */
-export const AHEAD_JOIN_GRACE_MS = 10;
+export const AHEAD_JOIN_GRACE_MS = 5;
 
 /**
  * The label files. Rendering is a pure function of the label and its shipment, so files are not
