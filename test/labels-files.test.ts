@@ -142,6 +142,39 @@ describe('label files rendered ahead of their download', () => {
     expect(text(await dropped)).toBe(`${ids[1]} download`);
   });
 
+  it('keep files rendered ahead within their own budget, and downloaded ones apart from it', async () => {
+    const bought = await boughtLabels(4);
+    const ids = bought.map(({ label }) => label.id);
+    const { renderer, renders } = manualRenderer();
+    // Room for two files rendered ahead (each file here is a label id and a word).
+    const size = new TextEncoder().encode(`${ids[0]} ahead`).byteLength;
+    const files = new LabelFiles(renderer, { aheadCacheBytes: 2 * size });
+    const renderAhead = async (index: number) => {
+      files.renderAhead(bought[index]!.label, bought[index]!.shipment);
+      await nextTurn();
+      renders.at(-1)!.finish();
+      await nextTurn();
+    };
+    await renderAhead(0);
+    // Downloaded: it leaves the budget of the files rendered ahead for the cache of downloaded ones.
+    expect(text(await files.get(bought[0]!.label, bought[0]!.shipment))).toBe(`${ids[0]} ahead`);
+    await renderAhead(1);
+    await renderAhead(2);
+    await renderAhead(3);
+    expect(summary(renders)).toEqual(ids.map((id) => `${id} ahead`));
+
+    // The oldest not downloaded was dropped; the others, and the downloaded one, are still there.
+    for (const index of [0, 2, 3])
+      expect(text(await files.get(bought[index]!.label, bought[index]!.shipment))).toBe(
+        `${ids[index]} ahead`,
+      );
+    expect(renders).toHaveLength(4);
+    const dropped = files.get(bought[1]!.label, bought[1]!.shipment);
+    expect(summary(renders).slice(4)).toEqual([`${ids[1]} download`]);
+    renders[4]!.finish();
+    expect(text(await dropped)).toBe(`${ids[1]} download`);
+  });
+
   it('take a waiting file out of the queue for its download, which never waits behind it', async () => {
     const [older, newer] = await boughtLabels(2);
     const { renderer, renders } = manualRenderer();

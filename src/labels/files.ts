@@ -15,6 +15,13 @@ const CACHE_BYTES = 64 * 1024 * 1024;
 export const AHEAD_QUEUE_LIMIT = 1_000;
 
 /**
+ * Files rendered ahead and not downloaded yet are kept apart from the downloaded ones, within this
+ * many bytes (a few seconds of renders, or a thousand files bought one by one): a label that is
+ * bought and never downloaded costs no more than that, however many are bought.
+ */
+export const AHEAD_CACHE_BYTES = 8 * 1024 * 1024;
+
+/**
  * How long a download waits for its file's render ahead, under way, before rendering the file itself
  * as well: about a render, so that a download right after its purchase takes the render ahead, and one
  * whose render ahead a busy machine starves waits no longer than that.
@@ -35,6 +42,7 @@ export const AHEAD_JOIN_GRACE_MS = 5;
  * and takes whichever is done first (the same bytes).
  */
 export class LabelFiles {
+  /** Files downloaded (or previewed), and renders under way for a download. */
   private readonly cache = new LRUCache<string, Promise<RenderedLabel>>({
     maxSize: CACHE_BYTES,
     sizeCalculation: () => 64 * 1024,
@@ -47,7 +55,9 @@ export class LabelFiles {
    */
   private readonly waiting: LRUCache<string, LabelDocument>;
   /** The render ahead under way (one at a time). */
-  private ahead: Promise<RenderedLabel> | undefined;
+  private ahead: { key: string; file: Promise<RenderedLabel> } | undefined;
+  /** Files rendered ahead, until their download moves them to `cache`. */
+  private readonly renderedAhead: LRUCache<string, RenderedLabel>;
   private aheadScheduled = false;
   private closed = false;
 
@@ -55,9 +65,13 @@ export class LabelFiles {
 
   constructor(
     private readonly renderer: LabelRenderer,
-    options: { aheadQueueLimit?: number; joinGraceMs?: number } = {},
+    options: { aheadQueueLimit?: number; aheadCacheBytes?: number; joinGraceMs?: number } = {},
   ) {
     this.waiting = new LRUCache({ max: options.aheadQueueLimit ?? AHEAD_QUEUE_LIMIT });
+    this.renderedAhead = new LRUCache({
+      maxSize: options.aheadCacheBytes ?? AHEAD_CACHE_BYTES,
+      sizeCalculation: (file) => file.bytes.byteLength || 1,
+    });
     this.joinGraceMs = options.joinGraceMs ?? AHEAD_JOIN_GRACE_MS;
   }
 
@@ -78,9 +92,11 @@ export class LabelFiles {
    * render starts after the current request has been answered.
    */
   renderAhead(label: LabelRecord, shipment: ShipmentRecord): void {
+    const key = label.id;
     if (this.closed || !this.renderer.background) return;
-    if (this.cache.has(label.id) || this.waiting.has(label.id)) return;
-    this.waiting.set(label.id, labelDocument(label, shipment));
+    if (this.cache.has(key) || this.renderedAhead.has(key) || this.waiting.has(key)) return;
+    if (this.ahead?.key === key) return;
+    this.waiting.set(key, labelDocument(label, shipment));
     if (this.ahead || this.aheadScheduled) return;
     this.aheadScheduled = true;
     setImmediate(() => {
@@ -96,20 +112,34 @@ export class LabelFiles {
     if (newest.done) return;
     const [key, doc] = newest.value;
     this.waiting.delete(key);
-    const ahead = this.remember(key, background(doc));
-    this.ahead = ahead;
-    const after = () => {
-      this.ahead = undefined;
-      this.nextAhead();
-    };
-    ahead.then(after, after);
+    const file = background(doc);
+    this.ahead = { key, file };
+    file
+      .then(
+        (rendered) => {
+          // Unless a download has taken it meanwhile.
+          if (!this.cache.has(key) && !this.closed) this.renderedAhead.set(key, rendered);
+        },
+        // A failed render is forgotten: the download renders the file itself.
+        () => {},
+      )
+      .finally(() => {
+        this.ahead = undefined;
+        this.nextAhead();
+      });
   }
 
   private cached(key: string, doc: LabelDocument): Promise<RenderedLabel> {
     const cached = this.cache.get(key);
-    if (cached && cached !== this.ahead) return cached;
+    if (cached) return cached;
+    const ready = this.renderedAhead.get(key);
+    if (ready) {
+      this.renderedAhead.delete(key);
+      return this.remember(key, Promise.resolve(ready));
+    }
     this.waiting.delete(key);
-    return this.remember(key, cached ? this.join(cached, doc) : this.renderer.render(doc));
+    const ahead = this.ahead?.key === key ? this.ahead.file : undefined;
+    return this.remember(key, ahead ? this.join(ahead, doc) : this.renderer.render(doc));
   }
 
   /** A file rendering ahead, or, should that fail or outlast the grace, the download's own render. */
@@ -148,6 +178,7 @@ export class LabelFiles {
   close(): Promise<void> {
     this.closed = true;
     this.waiting.clear();
+    this.renderedAhead.clear();
     return this.renderer.close();
   }
 }
