@@ -122,18 +122,25 @@ describe('the built command', () => {
     let label: { id: string };
     let bytes: Buffer;
     try {
-      const body = JSON.stringify(shipmentRequest({ carrier: 'fedex' }));
-      const shipment = (await (
-        await fetch(`${origin}/v1/shipments`, { method: 'POST', headers, body })
-      ).json()) as { id: string };
-      label = (await (
-        await fetch(`${origin}/v1/labels`, {
-          method: 'POST',
-          headers,
-          body: JSON.stringify({ shipment_id: shipment.id }),
-        })
-      ).json()) as { id: string };
-      // No download yet: a thread at nice 19 loads the renderers and renders the file (well over
+      const buy = async (format: string) => {
+        const body = JSON.stringify(shipmentRequest({ carrier: 'fedex' }));
+        const shipment = (await (
+          await fetch(`${origin}/v1/shipments`, { method: 'POST', headers, body })
+        ).json()) as { id: string };
+        return (await (
+          await fetch(`${origin}/v1/labels`, {
+            method: 'POST',
+            headers,
+            body: JSON.stringify({ shipment_id: shipment.id, format }),
+          })
+        ).json()) as { id: string };
+      };
+      // Files are rendered ahead only while labels are being downloaded: one is bought and downloaded
+      // first.
+      const first = await buy('zpl');
+      expect((await fetch(`${origin}/v1/labels/${first.id}/download`, { headers })).status).toBe(200);
+      label = await buy('pdf');
+      // Not downloaded yet: a thread at nice 19 loads the renderers and renders the file (well over
       // 50 ms of CPU), while the main thread keeps its priority.
       const threadsOf = () =>
         readdirSync(`/proc/${child.pid}/task`).map((tid) => {

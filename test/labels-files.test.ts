@@ -1,7 +1,12 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { DEFAULT_ACCOUNT } from '../src/accounts/default-account.js';
-import { AHEAD_JOIN_GRACE_MS, LabelFiles, labelDocument } from '../src/labels/files.js';
+import {
+  AHEAD_AFTER_DOWNLOAD_MS,
+  AHEAD_JOIN_GRACE_MS,
+  LabelFiles,
+  labelDocument,
+} from '../src/labels/files.js';
 import type { LabelDocument } from '../src/labels/render/document.js';
 import { LABEL_CONTENT_TYPES, type RenderedLabel } from '../src/labels/render/index.js';
 import type { LabelRenderer } from '../src/labels/render/pool.js';
@@ -46,6 +51,9 @@ function manualRenderer(options: { background?: boolean } = {}) {
   return { renderer, renders };
 }
 
+/** Renders ahead whether or not labels were downloaded lately (see the last test of the files). */
+const ALWAYS_AHEAD = { aheadAfterDownloadMs: Number.POSITIVE_INFINITY };
+
 const text = (file: RenderedLabel) => new TextDecoder().decode(file.bytes);
 const summary = (renders: Render[]) => renders.map((r) => `${r.labelId} ${r.thread}`);
 
@@ -72,7 +80,7 @@ describe('label files rendered ahead of their download', () => {
     const [bought] = await boughtLabels(1);
     const { label, shipment } = bought!;
     const { renderer, renders } = manualRenderer();
-    const files = new LabelFiles(renderer);
+    const files = new LabelFiles(renderer, ALWAYS_AHEAD);
     files.renderAhead(label, shipment);
     // Not on the purchase's own turn: the render starts once the request has been answered.
     expect(renders).toEqual([]);
@@ -92,7 +100,7 @@ describe('label files rendered ahead of their download', () => {
   it('let a download wait for its render ahead under way, and past a grace render the file itself too', async () => {
     const [first, second] = await boughtLabels(2);
     const { renderer, renders } = manualRenderer();
-    const files = new LabelFiles(renderer);
+    const files = new LabelFiles(renderer, ALWAYS_AHEAD);
 
     // The render ahead finishes in time: the download takes it, and renders nothing itself.
     files.renderAhead(first!.label, first!.shipment);
@@ -124,7 +132,7 @@ describe('label files rendered ahead of their download', () => {
     const bought = await boughtLabels(5);
     const ids = bought.map(({ label }) => label.id);
     const { renderer, renders } = manualRenderer();
-    const files = new LabelFiles(renderer, { aheadQueueLimit: 2 });
+    const files = new LabelFiles(renderer, { ...ALWAYS_AHEAD, aheadQueueLimit: 2 });
     files.renderAhead(bought[0]!.label, bought[0]!.shipment);
     await nextTurn();
     // While the first renders, four more are bought: the queue of two keeps the newest.
@@ -148,7 +156,7 @@ describe('label files rendered ahead of their download', () => {
     const { renderer, renders } = manualRenderer();
     // Room for two files rendered ahead (each file here is a label id and a word).
     const size = new TextEncoder().encode(`${ids[0]} ahead`).byteLength;
-    const files = new LabelFiles(renderer, { aheadCacheBytes: 2 * size });
+    const files = new LabelFiles(renderer, { ...ALWAYS_AHEAD, aheadCacheBytes: 2 * size });
     const renderAhead = async (index: number) => {
       files.renderAhead(bought[index]!.label, bought[index]!.shipment);
       await nextTurn();
@@ -178,7 +186,7 @@ describe('label files rendered ahead of their download', () => {
   it('take a waiting file out of the queue for its download, which never waits behind it', async () => {
     const [older, newer] = await boughtLabels(2);
     const { renderer, renders } = manualRenderer();
-    const files = new LabelFiles(renderer);
+    const files = new LabelFiles(renderer, ALWAYS_AHEAD);
     files.renderAhead(older!.label, older!.shipment);
     files.renderAhead(newer!.label, newer!.shipment);
     await nextTurn();
@@ -197,7 +205,7 @@ describe('label files rendered ahead of their download', () => {
   it('forget a failed render ahead, so that the download renders the file itself at once', async () => {
     const [before, during] = await boughtLabels(2);
     const { renderer, renders } = manualRenderer();
-    const files = new LabelFiles(renderer);
+    const files = new LabelFiles(renderer, ALWAYS_AHEAD);
     // Failed before the download.
     files.renderAhead(before!.label, before!.shipment);
     await nextTurn();
@@ -222,17 +230,51 @@ describe('label files rendered ahead of their download', () => {
   it('render nothing ahead where files render on the main thread, nor once closed', async () => {
     const [first, second] = await boughtLabels(2);
     const inline = manualRenderer({ background: false });
-    new LabelFiles(inline.renderer).renderAhead(first!.label, first!.shipment);
+    new LabelFiles(inline.renderer, ALWAYS_AHEAD).renderAhead(first!.label, first!.shipment);
     await nextTurn();
     expect(inline.renders).toEqual([]);
 
     const threaded = manualRenderer();
-    const files = new LabelFiles(threaded.renderer);
+    const files = new LabelFiles(threaded.renderer, ALWAYS_AHEAD);
     files.renderAhead(first!.label, first!.shipment);
     await files.close();
     files.renderAhead(second!.label, second!.shipment);
     await nextTurn();
     expect(threaded.renders).toEqual([]);
+  });
+
+  it('render ahead only within ten minutes of a download', async () => {
+    const bought = await boughtLabels(4);
+    const { renderer, renders } = manualRenderer();
+    const clock = { now: 0 };
+    const files = new LabelFiles(renderer, { now: () => clock.now });
+    const renderAhead = async (index: number) => {
+      files.renderAhead(bought[index]!.label, bought[index]!.shipment);
+      await nextTurn();
+    };
+
+    // Nothing downloaded yet: bought labels wait for their download.
+    await renderAhead(0);
+    expect(renders).toEqual([]);
+    const download = files.get(bought[0]!.label, bought[0]!.shipment);
+    renders[0]!.finish();
+    await download;
+
+    clock.now += AHEAD_AFTER_DOWNLOAD_MS;
+    await renderAhead(1);
+    expect(summary(renders).slice(1)).toEqual([`${bought[1]!.label.id} ahead`]);
+    renders[1]!.finish();
+    await nextTurn();
+
+    clock.now += 1;
+    await renderAhead(2);
+    expect(renders).toHaveLength(2);
+    // Previews are no downloads.
+    const preview = files.preview(bought[2]!.label, bought[2]!.shipment);
+    renders[2]!.finish();
+    await preview;
+    await renderAhead(3);
+    expect(renders).toHaveLength(3);
   });
 });
 

@@ -22,6 +22,13 @@ export const AHEAD_QUEUE_LIMIT = 1_000;
 export const AHEAD_CACHE_BYTES = 8 * 1024 * 1024;
 
 /**
+ * Files are rendered ahead only while labels are being downloaded: within this long of the last
+ * download. Traffic that only buys (a load test, seeding data) would otherwise spend a thread, its
+ * memory and idle CPU on files that nobody fetches.
+ */
+export const AHEAD_AFTER_DOWNLOAD_MS = 10 * 60_000;
+
+/**
  * How long a download waits for its file's render ahead, under way, before rendering the file itself
  * as well: about a render, so that a download right after its purchase takes the render ahead, and one
  * whose render ahead a busy machine starves waits no longer than that.
@@ -33,8 +40,9 @@ export const AHEAD_JOIN_GRACE_MS = 5;
  * stored: they are rendered once, kept in a bounded in-memory cache, and rendered again (to the same
  * bytes) after a restart or an eviction.
  *
- * A bought label's file is rendered ahead of its download, one at a time on a thread of the lowest
- * priority (see pool.ts), so that the first download finds it ready or under way. The newest purchase
+ * While labels are being downloaded, a bought label's file is rendered ahead of its download, one at a
+ * time on a thread of the lowest priority (see pool.ts), so that the first download finds it ready or
+ * under way. The newest purchase
  * goes first: its download is the one most likely to come next, and under a burst the oldest waiting
  * are dropped. A download never waits behind that queue, nor long for a thread that a busy machine
  * starves: a file still waiting is taken out of the queue and rendered at once, and a download that
@@ -62,10 +70,21 @@ export class LabelFiles {
   private closed = false;
 
   private readonly joinGraceMs: number;
+  private readonly aheadAfterDownloadMs: number;
+  private readonly now: () => number;
+  private lastDownloadAt = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly renderer: LabelRenderer,
-    options: { aheadQueueLimit?: number; aheadCacheBytes?: number; joinGraceMs?: number } = {},
+    options: {
+      aheadQueueLimit?: number;
+      aheadCacheBytes?: number;
+      joinGraceMs?: number;
+      /** `Infinity`: render ahead whether or not labels are downloaded. */
+      aheadAfterDownloadMs?: number;
+      /** Milliseconds of the machine's monotonic clock. */
+      now?: () => number;
+    } = {},
   ) {
     this.waiting = new LRUCache({ max: options.aheadQueueLimit ?? AHEAD_QUEUE_LIMIT });
     this.renderedAhead = new LRUCache({
@@ -73,27 +92,30 @@ export class LabelFiles {
       sizeCalculation: (file) => file.bytes.byteLength || 1,
     });
     this.joinGraceMs = options.joinGraceMs ?? AHEAD_JOIN_GRACE_MS;
+    this.aheadAfterDownloadMs = options.aheadAfterDownloadMs ?? AHEAD_AFTER_DOWNLOAD_MS;
+    this.now = options.now ?? (() => performance.now());
   }
 
+  /** A label's file, for a download. */
   get(label: LabelRecord, shipment: ShipmentRecord): Promise<RenderedLabel> {
+    this.lastDownloadAt = this.now();
     return this.cached(label.id, labelDocument(label, shipment));
   }
 
   /** The label drawn as a PNG whatever its format, for the dashboard to show (kept apart from its file). */
   preview(label: LabelRecord, shipment: ShipmentRecord): Promise<RenderedLabel> {
     const doc = labelDocument(label, shipment);
-    return doc.format === 'png'
-      ? this.get(label, shipment)
-      : this.cached(`${label.id}:png`, { ...doc, format: 'png' });
+    return this.cached(doc.format === 'png' ? label.id : `${label.id}:png`, { ...doc, format: 'png' });
   }
 
   /**
-   * Queues a freshly bought label's file for a render ahead of its download. Returns at once: the
-   * render starts after the current request has been answered.
+   * Queues a freshly bought label's file for a render ahead of its download, while labels are being
+   * downloaded. Returns at once: the render starts after the current request has been answered.
    */
   renderAhead(label: LabelRecord, shipment: ShipmentRecord): void {
     const key = label.id;
     if (this.closed || !this.renderer.background) return;
+    if (this.now() - this.lastDownloadAt > this.aheadAfterDownloadMs) return;
     if (this.cache.has(key) || this.renderedAhead.has(key) || this.waiting.has(key)) return;
     if (this.ahead?.key === key) return;
     this.waiting.set(key, labelDocument(label, shipment));
