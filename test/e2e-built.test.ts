@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PDFDocument } from 'pdf-lib';
 import pngjs from 'pngjs';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { openDatabase } from '../src/db/database.js';
 import { labelDocument } from '../src/labels/files.js';
 import { renderLabel } from '../src/labels/render/index.js';
@@ -112,6 +112,67 @@ describe('the built command', () => {
       expect(stderr()).toBe('');
     } finally {
       await stop(child);
+    }
+  });
+
+  it('renders a bought label ahead of its download, on a thread of the lowest priority', async () => {
+    const dataDir = join(scratch, 'data-ahead');
+    const { child, origin, stderr } = await start(dataDir);
+    const headers = { authorization: `Bearer ${DEFAULT_KEY}`, 'content-type': 'application/json' };
+    let label: { id: string };
+    let bytes: Buffer;
+    try {
+      const buy = async (format: string) => {
+        const body = JSON.stringify(shipmentRequest({ carrier: 'fedex' }));
+        const shipment = (await (
+          await fetch(`${origin}/v1/shipments`, { method: 'POST', headers, body })
+        ).json()) as { id: string };
+        return (await (
+          await fetch(`${origin}/v1/labels`, {
+            method: 'POST',
+            headers,
+            body: JSON.stringify({ shipment_id: shipment.id, format }),
+          })
+        ).json()) as { id: string };
+      };
+      // Files are rendered ahead only while labels are being downloaded: one is bought and downloaded
+      // first.
+      const first = await buy('zpl');
+      expect((await fetch(`${origin}/v1/labels/${first.id}/download`, { headers })).status).toBe(200);
+      label = await buy('pdf');
+      // Not downloaded yet: a thread at nice 19 loads the renderers and renders the file (well over
+      // 50 ms of CPU), while the main thread keeps its priority.
+      const threadsOf = () =>
+        readdirSync(`/proc/${child.pid}/task`).map((tid) => {
+          const stat = readFileSync(`/proc/${child.pid}/task/${tid}/stat`, 'utf8');
+          const fields = stat
+            .slice(stat.lastIndexOf(')') + 2)
+            .split(' ')
+            .map(Number);
+          return { tid: Number(tid), ticks: (fields[11] ?? 0) + (fields[12] ?? 0), nice: fields[16] };
+        });
+      await vi.waitFor(
+        () => expect(threadsOf().filter((t) => t.nice === 19 && t.ticks >= 5)).toHaveLength(1),
+        { timeout: 10_000, interval: 50 },
+      );
+      expect(threadsOf().find((t) => t.tid === child.pid)?.nice).toBeLessThan(19);
+      const file = await fetch(`${origin}/v1/labels/${label.id}/download`, { headers });
+      expect(file.status).toBe(200);
+      bytes = Buffer.from(await file.arrayBuffer());
+      expect(stderr()).toBe('');
+    } finally {
+      await stop(child);
+    }
+    const db = openDatabase(join(dataDir, 'sandbox.db'));
+    try {
+      const record = new LabelStore(db).findAnywhere(label.id);
+      const shipment = record && new ShipmentStore(db).find(record.accountId, record.shipmentId);
+      if (!record || !shipment) throw new Error(`label ${label.id} is not in the database`);
+      expect(bytes.equals(Buffer.from((await renderLabel(labelDocument(record, shipment))).bytes))).toBe(
+        true,
+      );
+    } finally {
+      db.close();
     }
   });
 

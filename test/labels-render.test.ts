@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { inflateSync } from 'node:zlib';
@@ -396,5 +397,56 @@ describe('ZPL labels', () => {
       },
       60_000,
     );
+  });
+});
+
+describe('label files, byte for byte', () => {
+  /** Every carrier, size and format, and text that each renderer has to replace, cut or shrink. */
+  const PINNED: Array<[string, LabelDocument]> = [
+    ...CASES.flatMap(([size, carrier]) =>
+      (['pdf', 'png', 'zpl'] as const).map((format): [string, LabelDocument] => [
+        `${carrier} ${size} ${format}`,
+        labelDoc(carrier, size, format),
+      ]),
+    ),
+    ...(['pdf', 'png'] as const).map((format): [string, LabelDocument] => [
+      `abroad, with odd text, ${format}`,
+      labelDoc('ups', '4x8', format, {
+        to: {
+          ...TO_GB,
+          name: 'Łukasz Иванов 東京 😀',
+          company: 'Ünal & Søn – “Straße” ^~_\\',
+          address2: 'x',
+        },
+        from: { ...FROM, address1: `${'Very long street name '.repeat(6)}1`, city: 'Zürich' },
+        reference: null,
+      }),
+    ]),
+  ];
+
+  // SHA-256 of each file as the renderers drew it before they were made faster (commit 1f0c1ce): a
+  // faster renderer must draw the very same bytes.
+  it('are the files the renderers have always drawn', async () => {
+    const digests: Record<string, string> = {};
+    for (const [name, doc] of PINNED)
+      digests[name] = createHash('sha256')
+        .update((await renderLabel(doc)).bytes)
+        .digest('hex');
+    expect(digests).toEqual({
+      'ups 4x6 pdf': '1a2004ab32f4d91f6cfabcfaf52df4672d10327e14a01f7d0e80fd9cabea454d',
+      'ups 4x6 png': '6eee82d860bcb29eaaee9700a8935b2aa8666b4d218f02b932bdf37c737695a5',
+      'ups 4x6 zpl': '9313cbf22376cd6f664a07232188207a64c3b261fc250db653a40c74f329a8d8',
+      'fedex 4x8 pdf': '789fde5c87ba6b5f13bcc8b1d97e8f8c0155109b8d61eef5eb1bba994a95c47a',
+      'fedex 4x8 png': 'ef3035d8671b64cf5361cd138216b0e1c53f7e38e935acbaec3734b90e19656c',
+      'fedex 4x8 zpl': 'c04e4b2ee341cafb7c41f37e7ee44f263c90ffe5c5512b9ae26eb7fcdc43db68',
+      'usps letter pdf': '3a4feb56e45d6c2cdf47282a4a5e11fe465fbe352a77205b4a96d807507b4458',
+      'usps letter png': 'b97fd22d6ddf6cbd6cfcc04ba073adfe8c01f64596a586a1581f390ee24df152',
+      'usps letter zpl': 'ccc89273c1ddd7045cf1320027cfef1cf5513394b1fe9732e6f4979980367da1',
+      'dhl_express 4x6 pdf': '4ce1f4926fa9a58604ee24786a77ad315ac53abd2716cc194859796b371c29ee',
+      'dhl_express 4x6 png': 'e0b373169b2864e11282f016cfcf664ec743fbe37004bb9cf8fbde19dd09e2d5',
+      'dhl_express 4x6 zpl': '77bde600d0aab6e576523b4f68b1f79aff15a74ed7f6f6f801e5d3a4fdff7eb1',
+      'abroad, with odd text, pdf': 'fa1e735820cc7a58dde0e8843e7314c96d75889ff9ea7097ddab61a200fb33f9',
+      'abroad, with odd text, png': '3562ea442eec37e2d3a016a42b336df84c82f11ba217b5488ba8f7bc84a18dd1',
+    });
   });
 });

@@ -83,14 +83,15 @@ export class LabelService {
 
   /**
    * Stores the label, moves the shipment to `label_generated`, records `label.generated` and starts
-   * its tracking scenario, in one transaction. The file is not rendered here: rendering is a pure
-   * function of the label, so it happens on the first download (and is cached), which keeps label
-   * creation to a few milliseconds under load. The label is serialised once, for the answer and the
-   * event.
+   * its tracking scenario, in one transaction. The file is not rendered here, which keeps label
+   * creation to a few milliseconds under load: rendering is a pure function of the label, so once
+   * the transaction has committed the file is queued to render in the background, ahead of its first
+   * download (see files.ts). The label is serialised once, for the answer and the event.
    */
   generate(actor: Actor, input: CreateLabelInput, cdnBase: string): JsonText<Label> {
     const { db, store, shipments, shipmentStore, events, tracking } = this.deps;
-    return transaction(db, () => {
+    let bought: { label: LabelRecord; shipment: ShipmentRecord } | undefined;
+    const answer = transaction(db, () => {
       const shipment = shipments.get(actor, input.shipment_id);
       assertLabelable(shipment);
       const id = newId('lbl', actor.now);
@@ -115,11 +116,14 @@ export class LabelService {
         labelId: id,
         trackingNumber: label.trackingNumber,
       });
+      bought = { label, shipment: linked };
       const json = toJsonText(this.present(label, cdnBase));
       events.record(actor.accountId, 'label.generated', json, actor.now);
       tracking.start(actor, label, linked);
       return json;
     });
+    if (bought) this.deps.files.renderAhead(bought.label, bought.shipment);
+    return answer;
   }
 
   /** A tracking number no other label has: the label's own, or the next attempt on a clash. */

@@ -62,39 +62,55 @@ function setDot(bitmap: Bitmap, x: number, y: number, black: boolean): void {
   bitmap.rows[index] = black ? byte & ~bit : byte | bit;
 }
 
-/** Sets every dot whose centre lies inside the shape. */
+/** Sets the dots of row `y` from `x0` to `x1` (excluded, both within the bitmap), whole bytes at once. */
+function setDots(bitmap: Bitmap, y: number, x0: number, x1: number, black: boolean): void {
+  const row = y * bitmap.stride + 1;
+  let x = x0;
+  for (; x < x1 && (x & 7) !== 0; x++) setDot(bitmap, x, y, black);
+  const whole = black ? 0x00 : 0xff;
+  for (; x + 8 <= x1; x += 8) bitmap.rows[row + (x >> 3)] = whole;
+  for (; x < x1; x++) setDot(bitmap, x, y, black);
+}
+
+/**
+ * Sets every dot whose centre lies inside the shape. Rectangles are filled a row at a time; polygons
+ * and rings test each dot of their bounding box.
+ */
 function paint(bitmap: Bitmap, shape: BarcodeShape, black: boolean): void {
-  const each = (
-    minX: number,
-    minY: number,
-    maxX: number,
-    maxY: number,
-    inside: (x: number, y: number) => boolean,
-  ) => {
-    const [x0, x1] = [Math.max(0, Math.floor(minX)), Math.min(bitmap.width, Math.ceil(maxX))];
-    const [y0, y1] = [Math.max(0, Math.floor(minY)), Math.min(bitmap.height, Math.ceil(maxY))];
-    for (let y = y0; y < y1; y++) {
-      for (let x = x0; x < x1; x++) if (inside(x + 0.5, y + 0.5)) setDot(bitmap, x, y, black);
-    }
-  };
+  const box = (minX: number, minY: number, maxX: number, maxY: number) => ({
+    x0: Math.max(0, Math.floor(minX)),
+    x1: Math.min(bitmap.width, Math.ceil(maxX)),
+    y0: Math.max(0, Math.floor(minY)),
+    y1: Math.min(bitmap.height, Math.ceil(maxY)),
+  });
   switch (shape.kind) {
-    case 'rect':
-      each(shape.x, shape.y, shape.x + shape.width, shape.y + shape.height, () => true);
+    case 'rect': {
+      const { x0, x1, y0, y1 } = box(shape.x, shape.y, shape.x + shape.width, shape.y + shape.height);
+      for (let y = y0; y < y1; y++) if (x0 < x1) setDots(bitmap, y, x0, x1, black);
       return;
+    }
     case 'polygon': {
-      const xs = shape.points.map(([x]) => x);
-      const ys = shape.points.map(([, y]) => y);
-      each(Math.min(...xs), Math.min(...ys), Math.max(...xs), Math.max(...ys), (x, y) =>
-        insideConvex(shape.points, x, y),
-      );
+      const { points } = shape;
+      let [minX, minY, maxX, maxY] = [Infinity, Infinity, -Infinity, -Infinity];
+      for (const [x, y] of points) {
+        [minX, maxX] = [Math.min(minX, x), Math.max(maxX, x)];
+        [minY, maxY] = [Math.min(minY, y), Math.max(maxY, y)];
+      }
+      const { x0, x1, y0, y1 } = box(minX, minY, maxX, maxY);
+      for (let y = y0; y < y1; y++) {
+        for (let x = x0; x < x1; x++) if (insideConvex(points, x + 0.5, y + 0.5)) setDot(bitmap, x, y, black);
+      }
       return;
     }
     case 'ring': {
       const { cx, cy, outer, inner } = shape;
-      each(cx - outer, cy - outer, cx + outer, cy + outer, (x, y) => {
-        const distance = (x - cx) ** 2 + (y - cy) ** 2;
-        return distance <= outer ** 2 && distance >= inner ** 2;
-      });
+      const { x0, x1, y0, y1 } = box(cx - outer, cy - outer, cx + outer, cy + outer);
+      for (let y = y0; y < y1; y++) {
+        for (let x = x0; x < x1; x++) {
+          const distance = (x + 0.5 - cx) ** 2 + (y + 0.5 - cy) ** 2;
+          if (distance <= outer ** 2 && distance >= inner ** 2) setDot(bitmap, x, y, black);
+        }
+      }
       return;
     }
   }
@@ -104,9 +120,9 @@ function paint(bitmap: Bitmap, shape: BarcodeShape, black: boolean): void {
 function insideConvex(points: ReadonlyArray<readonly [number, number]>, x: number, y: number): boolean {
   let sign = 0;
   for (let index = 0; index < points.length; index++) {
-    const [ax, ay] = points[index] ?? [0, 0];
-    const [bx, by] = points[(index + 1) % points.length] ?? [0, 0];
-    const cross = (bx - ax) * (y - ay) - (by - ay) * (x - ax);
+    const a = points[index] as readonly [number, number];
+    const b = points[(index + 1) % points.length] as readonly [number, number];
+    const cross = (b[0] - a[0]) * (y - a[1]) - (b[1] - a[1]) * (x - a[0]);
     if (cross === 0) continue;
     if (sign === 0) sign = Math.sign(cross);
     else if (Math.sign(cross) !== sign) return false;
@@ -214,8 +230,8 @@ function drawText(bitmap: Bitmap, item: TextItem): void {
     const x0 = Math.round(pen) + dots.left;
     const y0 = item.baseline + dots.top;
     for (let y = 0; y < dots.height; y++) {
-      for (let x = 0; x < dots.width; x++)
-        if (dots.dots[y * dots.width + x]) setDot(bitmap, x0 + x, y0 + y, black);
+      const row = y * dots.width;
+      for (let x = 0; x < dots.width; x++) if (dots.dots[row + x]) setDot(bitmap, x0 + x, y0 + y, black);
     }
     pen += (glyph.advanceWidth ?? 0) * scale;
   }
