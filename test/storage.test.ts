@@ -282,9 +282,9 @@ describe('schema 7 (smaller indexes)', () => {
     }
   });
 
-  it('uses 8 KiB pages in memory and the default 4 KiB in a file', () => {
-    expect(MEMORY_PAGE_SIZE).toBe(8192);
-    expect(openDatabase(':memory:').pragma('page_size', { simple: true })).toBe(8192);
+  it('uses the default 4 KiB pages in memory (memdb copies changed pages at each commit) and in a file', () => {
+    expect(MEMORY_PAGE_SIZE).toBe(4096);
+    expect(openDatabase(':memory:').pragma('page_size', { simple: true })).toBe(4096);
     const dir = mkdtempSync(join(tmpdir(), 'sandbox-storage-'));
     dirs.push(dir);
     const file = openDatabase(join(dir, 'sandbox.db'));
