@@ -1,5 +1,5 @@
 import type { Router } from './http/router.js';
-import type { DueQueue, JobHandler } from './scheduler/scheduler.js';
+import type { DueQueue, JobHandler, JobKind } from './scheduler/scheduler.js';
 
 /**
  * What a resource module brings to the sandbox. The wiring keeps one list of them and does the rest:
@@ -19,8 +19,8 @@ export interface SandboxModule {
   readonly mounts?: Readonly<Record<string, Router>>;
   /** The tables this module's stores own; no other module writes them. */
   readonly tables: readonly string[];
-  /** Kinds of scheduled job this module runs, each with its handler. */
-  readonly jobs?: Readonly<Record<string, JobHandler>>;
+  /** Kinds of scheduled job this module runs, each with its handler (and what its pending jobs stand for). */
+  readonly jobs?: Readonly<Record<string, JobHandler | JobKind>>;
   /** Due work kept in the module's own tables. */
   readonly queues?: readonly DueQueue[];
   /**

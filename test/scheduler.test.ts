@@ -11,6 +11,7 @@ import { DAY, formatTimestamp, HOUR, MINUTE } from '../src/core/time.js';
 import { type Db, openDatabase } from '../src/db/database.js';
 import { loadScenarios, scenarioDirectories } from '../src/scenarios/files.js';
 import {
+  chainedId,
   FINISHED_JOB_RETENTION_MS,
   type Job,
   type JobOutcome,
@@ -675,5 +676,135 @@ describe('work that fails for a passing reason', () => {
     expect(messages(logLines).filter((message) => message === 'job failed')).toHaveLength(1);
     expect(messages(logLines)).toContain('background work resumed: writing works again');
     await scheduler.stop();
+  });
+});
+
+describe('chains', () => {
+  const LINK = 'test.link';
+
+  /**
+   * Chains of links `step` apart: each link, when it runs, adds the next until `length` have run.
+   * Its pending link stands for every link still to come.
+   */
+  function chained(scheduler: Scheduler, seen: string[]) {
+    type Link = { index: number; length: number; start: number; step: number };
+    const dueAt = (link: Link, index: number) => link.start + index * link.step;
+    scheduler.register<Link>(LINK, {
+      run: (job) => {
+        seen.push(`${job.subject}${job.payload.index}`);
+        const next = job.payload.index + 1;
+        if (next < job.payload.length) {
+          scheduler.continueChain(job, 1, {
+            payload: { ...job.payload, index: next },
+            dueAt: dueAt(job.payload, next),
+            now: job.payload.start,
+          });
+        }
+        return { index: job.payload.index };
+      },
+      upcoming: (job) =>
+        Array.from({ length: job.payload.length - job.payload.index }, (_, ahead) => ({
+          ahead,
+          dueAt: dueAt(job.payload, job.payload.index + ahead),
+          detail: { index: job.payload.index + ahead },
+        })),
+    });
+    return (subject: string, start: number, length: number, step = HOUR) =>
+      scheduler.startChain(
+        {
+          accountId: ACCOUNT,
+          kind: LINK,
+          subject,
+          payload: { index: 0, length, start, step },
+          dueAt: start,
+          now: T0,
+        },
+        length,
+      );
+  }
+
+  it('keeps one job a chain, and runs its links in the places they would have had if all were added at once', async () => {
+    const { scheduler, schedule, db } = setup();
+    const seen: string[] = [];
+    const start = chained(scheduler, seen);
+    const first = start('a', T0 + HOUR, 3);
+    // Added after the chain started, due with its second and third links: those run first, as jobs
+    // added before it would; `early` runs before them by its time.
+    schedule('early', T0 + 90 * MINUTE);
+    schedule('late', T0 + 2 * HOUR);
+    schedule('later', T0 + 3 * HOUR);
+    const count = () =>
+      db.prepare("SELECT count(*) FROM jobs WHERE state = 'pending' AND subject = 'a'").pluck().get();
+    expect(count()).toBe(1);
+
+    const due = scheduler.upcoming(ACCOUNT, 10);
+    expect(due.map((item) => [item.subject, item.dueAt - T0, item.detail])).toEqual([
+      ['a', HOUR, { index: 0 }],
+      ['early', 90 * MINUTE, {}],
+      ['a', 2 * HOUR, { index: 1 }],
+      ['late', 2 * HOUR, {}],
+      ['a', 3 * HOUR, { index: 2 }],
+      ['later', 3 * HOUR, {}],
+    ]);
+    expect(scheduler.upcoming(ACCOUNT, 3)).toEqual(due.slice(0, 3));
+
+    const ran = await scheduler.runDue(ACCOUNT, T0 + 2 * HOUR);
+    expect(ran.map((job) => job.subject)).toEqual(['a', 'early', 'a', 'late']);
+    expect(count()).toBe(1);
+    const rest = await scheduler.runDue(ACCOUNT, T0 + 5 * HOUR);
+    expect(rest.map((job) => job.subject)).toEqual(['a', 'later']);
+    expect(seen).toEqual(['a0', 'a1', 'a2']);
+    expect(count()).toBe(0);
+
+    // Each link ran under the identifier the list gave it, the first's counted on.
+    const links = [...ran, ...rest].filter((job) => job.subject === 'a');
+    expect(links.map((job) => job.id)).toEqual([first.id, chainedId(first.id, 1), chainedId(first.id, 2)]);
+    expect(due.filter((item) => item.subject === 'a').map((item) => item.id)).toEqual(
+      links.map((job) => job.id),
+    );
+  });
+
+  it('keeps the places of two chains started one after the other, whichever runs first', async () => {
+    const { scheduler } = setup();
+    const seen: string[] = [];
+    const start = chained(scheduler, seen);
+    // b's first link runs before a's; their second links are due together, and a's was planned first.
+    start('a', T0 + 2 * HOUR, 2);
+    start('b', T0 + HOUR, 2, 2 * HOUR);
+    await scheduler.runDue(ACCOUNT, T0 + 3 * HOUR);
+    expect(seen).toEqual(['b0', 'a0', 'a1', 'b1']);
+  });
+
+  it('can skip links: a link further on takes its own place and identifier', async () => {
+    const { scheduler, db } = setup();
+    const seen: string[] = [];
+    const start = chained(scheduler, seen);
+    const first = start('a', T0 + HOUR, 4);
+    scheduler.cancelJob(first.id, T0);
+    const third = scheduler.continueChain(first, 2, {
+      payload: { index: 2, length: 4, start: T0 + HOUR, step: HOUR },
+      dueAt: T0 + 3 * HOUR,
+      now: T0,
+    });
+    expect(third).toMatchObject({ id: chainedId(first.id, 2), seq: first.seq + 2 });
+    expect(
+      db
+        .prepare('SELECT id FROM jobs WHERE seq = ?')
+        .pluck()
+        .get(first.seq + 2),
+    ).toBe(third.id);
+    const ran = await scheduler.runDue(ACCOUNT, T0 + 10 * HOUR);
+    expect(seen).toEqual(['a2', 'a3']);
+    expect(ran.map((job) => job.id)).toEqual([chainedId(first.id, 2), chainedId(first.id, 3)]);
+  });
+
+  it("counts identifiers on in the ULID's random part, carrying, and leaves the time part alone", () => {
+    expect(chainedId('job_01KC0000000000000000000000', 0)).toBe('job_01KC0000000000000000000000');
+    expect(chainedId('job_01KC0000000000000000000000', 1)).toBe('job_01KC0000000000000000000001');
+    expect(chainedId('job_01KC000000000000000000000Z', 1)).toBe('job_01KC0000000000000000000010');
+    expect(chainedId('job_01KC00000000000000000000ZY', 35)).toBe('job_01KC0000000000000000000111');
+    expect(chainedId('job_01KC0000000000ZZZZZZZZZZZZ', 1)).toBe('job_01KC0000000001000000000000');
+    // Past the largest random part it wraps around, within the same millisecond.
+    expect(chainedId('job_01KC000000ZZZZZZZZZZZZZZZZ', 1)).toBe('job_01KC0000000000000000000000');
   });
 });

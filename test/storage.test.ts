@@ -5,7 +5,7 @@ import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { newId } from '../src/core/ids.js';
 import { CursorCodec } from '../src/core/paging.js';
-import { type Db, MEMORY_PAGE_SIZE, openDatabase } from '../src/db/database.js';
+import { type Db, MEMORY_PAGE_CACHE_KIB, MEMORY_PAGE_SIZE, openDatabase } from '../src/db/database.js';
 import { MIGRATIONS } from '../src/db/migrations.js';
 import { packBody, storedBody, unpackBody } from '../src/events/packing.js';
 import { EVENT_TYPES } from '../src/events/schema.js';
@@ -282,14 +282,40 @@ describe('schema 7 (smaller indexes)', () => {
     }
   });
 
-  it('uses 8 KiB pages in memory and the default 4 KiB in a file', () => {
-    expect(MEMORY_PAGE_SIZE).toBe(8192);
-    expect(openDatabase(':memory:').pragma('page_size', { simple: true })).toBe(8192);
+  it('uses the default 4 KiB pages in memory (memdb copies changed pages at each commit) and in a file', () => {
+    expect(MEMORY_PAGE_SIZE).toBe(4096);
+    expect(openDatabase(':memory:').pragma('page_size', { simple: true })).toBe(4096);
     const dir = mkdtempSync(join(tmpdir(), 'sandbox-storage-'));
     dirs.push(dir);
     const file = openDatabase(join(dir, 'sandbox.db'));
     expect(file.pragma('page_size', { simple: true })).toBe(4096);
     file.close();
+  });
+
+  it('keeps an in-memory database whole past its bounded page cache, and rolls back', () => {
+    const db = openDatabase(':memory:');
+    expect(db.pragma('cache_size', { simple: true })).toBe(-MEMORY_PAGE_CACHE_KIB);
+    expect(db.pragma('journal_mode', { simple: true })).toBe('memory');
+    db.exec('CREATE TABLE blobs (n INTEGER PRIMARY KEY, data BLOB NOT NULL)');
+    // Ten times the page cache: most pages are only in memdb's buffer, and all read back.
+    const count = Math.ceil((MEMORY_PAGE_CACHE_KIB * 1024 * 10) / 10_000);
+    const insert = db.prepare('INSERT INTO blobs (n, data) VALUES (?, ?)');
+    const blob = (n: number) => Buffer.alloc(10_000, n % 251);
+    db.transaction(() => {
+      for (let n = 0; n < count; n++) insert.run(n, blob(n));
+    })();
+    const rows = db.prepare('SELECT n, data FROM blobs ORDER BY n').all() as { n: number; data: Buffer }[];
+    expect(rows.length).toBe(count);
+    expect(rows.every((row) => row.data.equals(blob(row.n)))).toBe(true);
+    expect(() =>
+      db.transaction(() => {
+        db.prepare('DELETE FROM blobs').run();
+        throw new Error('changed my mind');
+      })(),
+    ).toThrow('changed my mind');
+    expect(db.prepare('SELECT count(*) FROM blobs').pluck().get()).toBe(count);
+    expect(db.pragma('integrity_check', { simple: true })).toBe('ok');
+    db.close();
   });
 
   it('upgrades a database file of schema 6, keeping its rows and reading its events', () => {

@@ -318,4 +318,16 @@ export const MIGRATIONS: readonly string[] = [
   ) STRICT;
   CREATE INDEX webhook_requests_by_account ON webhook_requests (account_id);
   `,
+  /* 13: what labels' scenario steps are derived from */ `
+  -- A label keeps only its next scenario step as a job (src/tracking/service.ts); the steps after it
+  -- are derived when it runs from the label, the time its scenario started and one of these: the
+  -- seed and the scenario (as JSON) they were planned with. Jobs written before this migration hold
+  -- one step each and run as they are.
+  CREATE TABLE tracking_plans (
+    id INTEGER PRIMARY KEY,
+    seed TEXT NOT NULL,
+    scenario TEXT NOT NULL,
+    UNIQUE (seed, scenario)
+  ) STRICT;
+  `,
 ];

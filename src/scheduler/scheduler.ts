@@ -30,12 +30,29 @@ export interface Job<P = unknown> {
   subject: string;
   payload: P;
   dueAt: number;
+  /** The job's place in the queue: at equal due times, the lower runs first. */
+  seq: number;
 }
 
 /** What a handler did, for the summary an advance answers with. */
 export type JobOutcome = Record<string, unknown> | undefined;
 
 export type JobHandler<P = unknown> = (job: Job<P>) => JobOutcome | Promise<JobOutcome>;
+
+/** One item a pending job stands for in the list of due work: itself (`ahead` 0) or a later link of its chain. */
+export interface ChainedItem {
+  ahead: number;
+  dueAt: number;
+  /** What the item will do, in the API's words (snake_case keys). */
+  detail: Record<string, unknown>;
+}
+
+/** A kind of job whose pending job may stand for a chain of items (see `Scheduler.startChain`). */
+export interface JobKind<P = unknown> {
+  run: JobHandler<P>;
+  /** The items the pending job stands for, itself first; `GET /_sandbox/clock/due` lists them all. */
+  upcoming(job: Job<P>): ChainedItem[];
+}
 
 export interface RanJob {
   id: string;
@@ -104,6 +121,7 @@ export const FINISHED_JOB_RETENTION_MS = DAY;
 
 export class Scheduler {
   private readonly handlers = new Map<string, JobHandler>();
+  private readonly chainedKinds = new Map<string, JobKind>();
   /** The jobs table first: at equal due times a job runs before another queue's item. */
   private readonly queues: DueQueue[];
   /** The tail of each account's queue of runs. */
@@ -126,6 +144,8 @@ export class Scheduler {
   private readonly notice: BackoffNotice;
 
   private readonly insertStatement;
+  private readonly insertAtStatement;
+  private readonly reserveStatement;
   private readonly nextDueStatement;
   private readonly markStatement;
   private readonly cancelBySubjectStatement;
@@ -148,6 +168,14 @@ export class Scheduler {
     this.insertStatement = db.prepare(
       `INSERT INTO jobs (id, account_id, kind, subject, payload, due_at, state, created_at)
        VALUES (@id, @accountId, @kind, @subject, @payload, @dueAt, 'pending', @createdAt)`,
+    );
+    this.insertAtStatement = db.prepare(
+      `INSERT INTO jobs (seq, id, account_id, kind, subject, payload, due_at, state, created_at)
+       VALUES (@seq, @id, @accountId, @kind, @subject, @payload, @dueAt, 'pending', @createdAt)`,
+    );
+    // AUTOINCREMENT numbers new rows from this high-water mark, so raising it keeps seqs free for later.
+    this.reserveStatement = db.prepare(
+      "UPDATE sqlite_sequence SET seq = @last WHERE name = 'jobs' AND seq < @last",
     );
     this.nextDueStatement = db.prepare<[string, number], JobRow>(
       `SELECT seq, id, account_id, kind, subject, payload, due_at FROM jobs
@@ -195,20 +223,19 @@ export class Scheduler {
           const row = this.nextDueStatement.get(accountId, until);
           return row && { dueAt: row.due_at, order: row.seq, run: () => this.runOne(row) };
         },
-        upcoming: (accountId, limit) =>
-          this.upcomingStatement.all(accountId, limit).map((row) => ({
-            id: row.id,
-            kind: row.kind,
-            subject: row.subject,
-            dueAt: row.due_at,
-            detail: snakeCaseKeys(JSON.parse(row.payload)),
-          })),
+        upcoming: (accountId, limit) => this.upcomingJobs(accountId, limit),
       },
     ];
   }
 
-  register<P>(kind: string, handler: JobHandler<P>): void {
-    this.handlers.set(kind, handler as JobHandler);
+  /** A kind's handler; a `JobKind` also says what its pending jobs stand for. */
+  register<P>(kind: string, handler: JobHandler<P> | JobKind<P>): void {
+    if (typeof handler === 'function') {
+      this.handlers.set(kind, handler as JobHandler);
+    } else {
+      this.handlers.set(kind, handler.run as JobHandler);
+      this.chainedKinds.set(kind, handler as JobKind);
+    }
   }
 
   /** Adds a module's queue of due work; the module calls `wakeFor` whenever it queues an item. */
@@ -269,6 +296,70 @@ export class Scheduler {
     return id;
   }
 
+  /**
+   * Adds the first job of a chain of `length` items that run one after another, of which only one is
+   * pending at a time: each, when it runs, adds the next (`continueChain`), so a label's dozen
+   * scenario steps cost one row rather than a dozen. The items keep the places they would have had
+   * had they all been added now: the seqs after the first are reserved (at equal due times they run
+   * in the same order among other jobs), and each takes the identifier that follows its
+   * predecessor's (`chainedId`), so the list of due work can name items not yet added.
+   */
+  startChain<P>(
+    job: { accountId: string; kind: string; subject: string; payload: P; dueAt: number; now: number },
+    length: number,
+  ): Job<P> {
+    const id = newId('job', job.now);
+    const seq = Number(
+      this.insertStatement.run({
+        id,
+        accountId: job.accountId,
+        kind: job.kind,
+        subject: job.subject,
+        payload: JSON.stringify(job.payload),
+        dueAt: job.dueAt,
+        createdAt: job.now,
+      }).lastInsertRowid,
+    );
+    if (length > 1) this.reserveStatement.run({ last: seq + length - 1 });
+    this.wakeFor(job.accountId, job.dueAt);
+    return {
+      id,
+      accountId: job.accountId,
+      kind: job.kind,
+      subject: job.subject,
+      payload: job.payload,
+      dueAt: job.dueAt,
+      seq,
+    };
+  }
+
+  /**
+   * Adds the item `ahead` places after `from` in its chain, in the place and under the identifier
+   * reserved for it. Call inside the transaction of the change that causes it (`from` running).
+   */
+  continueChain<P>(
+    from: Pick<Job, 'id' | 'seq' | 'accountId' | 'kind' | 'subject'>,
+    ahead: number,
+    next: { payload: P; dueAt: number; now: number },
+  ): Job<P> {
+    const job = {
+      id: chainedId(from.id, ahead),
+      accountId: from.accountId,
+      kind: from.kind,
+      subject: from.subject,
+      payload: next.payload,
+      dueAt: next.dueAt,
+      seq: from.seq + ahead,
+    };
+    this.insertAtStatement.run({
+      ...job,
+      payload: JSON.stringify(next.payload),
+      createdAt: next.now,
+    });
+    this.wakeFor(job.accountId, job.dueAt);
+    return job;
+  }
+
   /** Drops the pending jobs of a kind about a subject (a voided label's scenario, say). */
   cancel(kind: string, subject: string, at: number): void {
     this.cancelBySubjectStatement.run({ kind, subject, at });
@@ -316,6 +407,42 @@ export class Scheduler {
       this.recovered(accountId);
       return ran;
     });
+  }
+
+  /**
+   * The account's first `limit` pending jobs, each with the later items of its chain, soonest first
+   * (at equal times, in the order they will run). A chain's later items come after its pending job,
+   * so the first `limit` jobs hold every item of the answer.
+   */
+  private upcomingJobs(accountId: string, limit: number): UpcomingItem[] {
+    const items: (UpcomingItem & { seq: number })[] = [];
+    for (const row of this.upcomingStatement.all(accountId, limit)) {
+      const job = toJob(row);
+      const chained = this.chainedKinds.get(job.kind);
+      if (!chained) {
+        items.push({
+          id: job.id,
+          kind: job.kind,
+          subject: job.subject,
+          dueAt: job.dueAt,
+          detail: snakeCaseKeys(job.payload),
+          seq: job.seq,
+        });
+        continue;
+      }
+      for (const item of chained.upcoming(job)) {
+        items.push({
+          id: chainedId(job.id, item.ahead),
+          kind: job.kind,
+          subject: job.subject,
+          dueAt: item.dueAt,
+          detail: item.detail,
+          seq: job.seq + item.ahead,
+        });
+      }
+    }
+    items.sort((a, b) => a.dueAt - b.dueAt || a.seq - b.seq);
+    return items.slice(0, limit).map(({ seq: _, ...item }) => item);
   }
 
   /** Deletes the account's jobs that finished more than the retention before `now` (its clock). */
@@ -492,8 +619,8 @@ export class Scheduler {
   }
 
   /**
-   * Work was queued: re-plan only if it falls due before the timer would fire anyway. A label adds a
-   * dozen jobs, and re-planning from scratch reads every pending job.
+   * Work was queued: re-plan only if it falls due before the timer would fire anyway. Every label
+   * and every step of its scenario adds a job, and re-planning from scratch reads every pending job.
    */
   wakeFor(accountId: string, dueAt: number): void {
     if (this.stopped) return;
@@ -619,8 +746,29 @@ export class Scheduler {
   }
 }
 
+const CROCKFORD_BASE32 = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+/** The ULID's random part: its last 16 characters. */
+const ULID_RANDOM_CHARS = 16;
+
+/**
+ * The identifier of the item `ahead` places after the job `id` in its chain: the ULID's random part
+ * counted on by `ahead`, as a monotonic ULID generator numbers identifiers made in the same
+ * millisecond (past the largest value, it wraps around).
+ */
+export function chainedId(id: string, ahead: number): string {
+  if (ahead === 0) return id;
+  const chars = [...id];
+  let carry = ahead;
+  for (let i = chars.length - 1; carry > 0 && i >= chars.length - ULID_RANDOM_CHARS; i--) {
+    const sum = CROCKFORD_BASE32.indexOf(chars[i] as string) + carry;
+    chars[i] = CROCKFORD_BASE32[sum % 32] as string;
+    carry = Math.floor(sum / 32);
+  }
+  return chars.join('');
+}
+
 /** A job's payload as the API shows it: its keys in snake_case, like every other field. */
-function snakeCaseKeys(payload: unknown): Record<string, unknown> {
+export function snakeCaseKeys(payload: unknown): Record<string, unknown> {
   if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) return { payload };
   return Object.fromEntries(
     Object.entries(payload).map(([key, value]) => [
@@ -638,5 +786,6 @@ function toJob<P>(row: JobRow): Job<P> {
     subject: row.subject,
     payload: JSON.parse(row.payload) as P,
     dueAt: row.due_at,
+    seq: row.seq,
   };
 }

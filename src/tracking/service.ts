@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import type { Actor } from '../core/actor.js';
 import { ApiError, notFound } from '../core/errors.js';
@@ -10,16 +11,33 @@ import { findService } from '../rates/carriers.js';
 import type { ScenarioCatalog } from '../scenarios/catalog.js';
 import type { Scenario } from '../scenarios/files.js';
 import { TRACKING_STATUSES, type TrackingStatus } from '../scenarios/vocabulary.js';
-import type { Job, Scheduler } from '../scheduler/scheduler.js';
+import { type ChainedItem, type Job, type Scheduler, snakeCaseKeys } from '../scheduler/scheduler.js';
 import type { ShipmentRecord, ShipmentStore } from '../shipments/store.js';
 import { findMagicTrackingNumber, magicTimeline } from './magic-numbers.js';
 import type { TrackingDelivered } from './schema.js';
-import type { TrackingEventRecord, TrackingStore } from './store.js';
+import type { TrackingEventRecord, TrackingPlan, TrackingStore } from './store.js';
 import { estimatedDelivery, planTimeline, type TimelineStep } from './timeline.js';
 
-/** The scheduler's job kind for one scenario step of one label. */
+/** The scheduler's job kind for a label's scenario steps. */
 export const TRACKING_STEP = 'tracking.step';
 
+/**
+ * A label's next scenario step, and through it the steps after it: a label keeps one pending job,
+ * not one a step (a dozen rows and their index entries, most of a label's share of the database).
+ * The steps are derived when needed, the same pure function of the label, its shipment, the time the
+ * scenario started and the plan (the seed and the scenario, kept in `tracking_plans`) that planned
+ * them at the start; the job chain (`Scheduler.startChain`) keeps each step's place and identifier.
+ */
+export interface ChainPayload {
+  plan: number;
+  startedAt: number;
+  index: number;
+}
+
+/**
+ * A job of one step, as every step was scheduled before chains: data directories from then may
+ * still hold them, and they run as they are.
+ */
 export interface StepPayload {
   labelId: string;
   scenario: string;
@@ -27,6 +45,22 @@ export interface StepPayload {
   status: TrackingStatus;
   description: string;
   location: string;
+}
+
+export type TrackingJobPayload = ChainPayload | StepPayload;
+
+const isChain = (payload: TrackingJobPayload): payload is ChainPayload => 'plan' in payload;
+
+/** A step still to come, and the pending job it belongs to (`ahead` places along its chain). */
+interface PendingStep {
+  job: Job<TrackingJobPayload>;
+  ahead: number;
+  scenario: string;
+  index: number;
+  status: TrackingStatus;
+  description: string;
+  location: string;
+  dueAt: number;
 }
 
 /** The specification's Tracking record. */
@@ -65,7 +99,24 @@ function shipmentStatusFor(status: TrackingStatus): ShipmentRecord['status'] | u
  * events it records, the shipment status they imply, and QA's levers to force an outcome.
  */
 export class TrackingService {
-  constructor(private readonly deps: TrackingServiceDeps) {}
+  /** Each scenario's plan with this server's seed, stored at start (never in a transaction that may roll back). */
+  private readonly planIds = new Map<Scenario, number>();
+  /** Plans by id, read once each (those of earlier runs included). */
+  private readonly plans = new Map<number, TrackingPlan>();
+  /**
+   * The timelines of the chains run most recently, so that an advance over the steps of a few
+   * thousand labels plans each once rather than once a step (about 1 KiB each).
+   */
+  private readonly timelines = new LRUCache<string, TimelineStep[]>({ max: 2048 });
+
+  constructor(private readonly deps: TrackingServiceDeps) {
+    for (const scenario of deps.scenarios.all()) {
+      const plan = { seed: deps.seed, scenario };
+      const id = deps.store.planIdOf(plan);
+      this.planIds.set(scenario, id);
+      this.plans.set(id, plan);
+    }
+  }
 
   /** A new label starts its account's default scenario (inside the label's transaction). */
   startDefault(actor: Actor, label: LabelRecord, shipment: ShipmentRecord): void {
@@ -84,18 +135,91 @@ export class TrackingService {
     this.deps.scheduler.cancel(TRACKING_STEP, labelId, actor.now);
   }
 
-  private timelineFor(label: LabelRecord, shipment: ShipmentRecord, scenario: Scenario, startedAt: number) {
+  private timelineFor(
+    label: LabelRecord,
+    shipment: ShipmentRecord,
+    scenario: Scenario,
+    startedAt: number,
+    seed = this.deps.seed,
+  ) {
     return planTimeline(
-      {
-        seed: this.deps.seed,
-        labelId: label.id,
-        carrier: label.carrier,
-        from: shipment.from,
-        to: shipment.to,
-        startedAt,
-      },
+      { seed, labelId: label.id, carrier: label.carrier, from: shipment.from, to: shipment.to, startedAt },
       scenario,
     );
+  }
+
+  /** The whole timeline a chain's steps come from, as it was planned when its scenario started. */
+  private chainTimeline(
+    payload: ChainPayload,
+    label: LabelRecord,
+    shipment: ShipmentRecord,
+  ): { scenario: Scenario; timeline: TimelineStep[] } | undefined {
+    let plan = this.plans.get(payload.plan);
+    if (!plan) {
+      plan = this.deps.store.plan(payload.plan);
+      if (!plan) return undefined;
+      this.plans.set(payload.plan, plan);
+    }
+    const key = timelineKey(label.id, payload);
+    let timeline = this.timelines.get(key);
+    if (!timeline) {
+      timeline = this.timelineFor(label, shipment, plan.scenario, payload.startedAt, plan.seed);
+      this.timelines.set(key, timeline);
+    }
+    return { scenario: plan.scenario, timeline };
+  }
+
+  /** The steps a pending job stands for: its own, and for a chain every later one. */
+  private stepsOf(
+    job: Job<TrackingJobPayload>,
+    label: LabelRecord | undefined,
+    shipment: ShipmentRecord | undefined,
+  ): PendingStep[] {
+    const { payload } = job;
+    if (!isChain(payload)) return [{ job, ahead: 0, ...payload, dueAt: job.dueAt }];
+    const planned = label && shipment && this.chainTimeline(payload, label, shipment);
+    if (!planned) return [];
+    return planned.timeline.slice(payload.index).map((step, ahead) => ({
+      job,
+      ahead,
+      scenario: planned.scenario.name,
+      index: step.index,
+      status: step.status,
+      description: step.description,
+      location: step.location,
+      dueAt: step.occurredAt,
+    }));
+  }
+
+  /** The label's steps still to come, soonest first (at equal times, in the order they will run). */
+  private pendingSteps(label: LabelRecord, shipment: ShipmentRecord | undefined): PendingStep[] {
+    return this.deps.scheduler
+      .pending<TrackingJobPayload>(TRACKING_STEP, label.id)
+      .flatMap((job) => this.stepsOf(job, label, shipment))
+      .sort((a, b) => a.dueAt - b.dueAt || a.job.seq + a.ahead - (b.job.seq + b.ahead));
+  }
+
+  /** `GET /_sandbox/clock/due`: every step a pending job stands for, in the words of a step's payload. */
+  upcomingOf(job: Job<TrackingJobPayload>): ChainedItem[] {
+    if (!isChain(job.payload)) return [{ ahead: 0, dueAt: job.dueAt, detail: snakeCaseKeys(job.payload) }];
+    const label = this.deps.labels.find(job.accountId, job.subject);
+    const shipment = label && this.deps.shipments.find(job.accountId, label.shipmentId);
+    const steps = this.stepsOf(job, label, shipment);
+    if (steps.length === 0) {
+      return [{ ahead: 0, dueAt: job.dueAt, detail: { label_id: job.subject, index: job.payload.index } }];
+    }
+    return steps.map((step) => ({
+      ahead: step.ahead,
+      dueAt: step.dueAt,
+      detail: {
+        label_id: job.subject,
+        scenario: step.scenario,
+        index: step.index,
+        status: step.status,
+        description: step.description,
+        location: step.location,
+      },
+    }));
   }
 
   /**
@@ -111,7 +235,10 @@ export class TrackingService {
   ): TimelineStep[] {
     const { scheduler, labels, store } = this.deps;
     scheduler.cancel(TRACKING_STEP, label.id, actor.now);
-    let timeline = this.timelineFor(label, shipment, scenario, actor.now);
+    const plan = this.planIds.get(scenario);
+    if (plan === undefined) throw new Error(`scenario '${scenario.name}' has no plan`);
+    const planned = this.timelineFor(label, shipment, scenario, actor.now);
+    let timeline = planned;
     const serviceDays = findService(shipment.carrier, shipment.service)?.estimated_days ?? 5;
     labels.setScenario(
       label.id,
@@ -120,42 +247,57 @@ export class TrackingService {
     );
     if (store.hasEvents(label.id) && timeline[0]?.status === 'pre_transit') timeline = timeline.slice(1);
 
-    for (const step of timeline) {
-      const payload: StepPayload = {
-        labelId: label.id,
-        scenario: scenario.name,
-        index: step.index,
-        status: step.status,
-        description: step.description,
-        location: step.location,
-      };
-      if (step.occurredAt <= actor.now) {
-        this.applyEvent({ accountId: actor.accountId, now: step.occurredAt }, label.id, step);
-      } else {
-        scheduler.schedule({
+    // Times never go back, so the steps already due come first; the rest become the label's chain.
+    const due = timeline.filter((step) => step.occurredAt <= actor.now);
+    for (const step of due)
+      this.applyEvent({ accountId: actor.accountId, now: step.occurredAt }, label.id, step);
+    const next = timeline[due.length];
+    if (next) {
+      const payload: ChainPayload = { plan, startedAt: actor.now, index: next.index };
+      scheduler.startChain(
+        {
           accountId: actor.accountId,
           kind: TRACKING_STEP,
           subject: label.id,
           payload,
-          dueAt: step.occurredAt,
+          dueAt: next.occurredAt,
           now: actor.now,
-        });
-      }
+        },
+        timeline.length - due.length,
+      );
+      this.timelines.set(timelineKey(label.id, payload), planned);
     }
     return timeline;
   }
 
-  /** The scheduler's handler: one scenario step falls due. */
-  runScheduledStep(job: Job<StepPayload>) {
+  /** The scheduler's handler: a label's next scenario step falls due; a chain adds the one after it. */
+  runScheduledStep(job: Job<TrackingJobPayload>) {
     return transaction(this.deps.db, () => {
-      const step = job.payload;
-      const applied = this.applyEvent({ accountId: job.accountId, now: job.dueAt }, step.labelId, {
-        status: step.status,
-        description: step.description,
-        location: step.location,
-        occurredAt: job.dueAt,
-      });
-      return applied ? { tracking_number: applied.trackingNumber, status: step.status } : { skipped: true };
+      const { payload } = job;
+      const at = { accountId: job.accountId, now: job.dueAt };
+      if (!isChain(payload)) {
+        const applied = this.applyEvent(at, payload.labelId, { ...eventOf(payload), occurredAt: job.dueAt });
+        return applied
+          ? { tracking_number: applied.trackingNumber, status: payload.status }
+          : { skipped: true };
+      }
+      const label = this.deps.labels.find(job.accountId, job.subject);
+      const shipment = label && this.deps.shipments.find(job.accountId, label.shipmentId);
+      if (!label || !shipment || !isTrackable(label, shipment)) return { skipped: true };
+      const planned = this.chainTimeline(payload, label, shipment);
+      const step = planned?.timeline[payload.index];
+      if (!planned || !step)
+        throw new Error(`label ${label.id} has no step ${payload.index} in plan ${payload.plan}`);
+      const applied = this.record(at, label, shipment, { ...eventOf(step), occurredAt: job.dueAt });
+      const following = planned.timeline[payload.index + 1];
+      if (following) {
+        this.deps.scheduler.continueChain<ChainPayload>(job, 1, {
+          payload: { ...payload, index: following.index },
+          dueAt: following.occurredAt,
+          now: payload.startedAt,
+        });
+      }
+      return { tracking_number: applied.trackingNumber, status: step.status };
     });
   }
 
@@ -166,11 +308,20 @@ export class TrackingService {
    * more events.
    */
   private applyEvent(actor: Actor, labelId: string, event: TrackingEventRecord): LabelRecord | undefined {
-    const { labels, shipments, store, events } = this.deps;
-    const label = labels.find(actor.accountId, labelId);
-    const shipment = label && shipments.find(actor.accountId, label.shipmentId);
-    if (!label || !shipment || label.status !== 'active' || shipment.status === 'cancelled') return undefined;
+    const label = this.deps.labels.find(actor.accountId, labelId);
+    const shipment = label && this.deps.shipments.find(actor.accountId, label.shipmentId);
+    if (!label || !shipment || !isTrackable(label, shipment)) return undefined;
+    return this.record(actor, label, shipment, event);
+  }
 
+  /** `applyEvent` for a label and shipment already read and trackable. */
+  private record(
+    actor: Actor,
+    label: LabelRecord,
+    shipment: ShipmentRecord,
+    event: TrackingEventRecord,
+  ): LabelRecord {
+    const { labels, shipments, store, events } = this.deps;
     store.append(actor.accountId, label.id, event);
     labels.setTrackingStatus(label.id, event.status);
     if (event.status !== 'pre_transit') labels.markScanned(label.id, event.occurredAt);
@@ -272,7 +423,7 @@ export class TrackingService {
   private assertTrackable(actor: Actor, label: LabelRecord): ShipmentRecord {
     const shipment = this.deps.shipments.find(actor.accountId, label.shipmentId);
     if (!shipment) throw notFound('shipment', label.shipmentId);
-    if (label.status !== 'active' || shipment.status === 'cancelled') {
+    if (!isTrackable(label, shipment)) {
       throw new ApiError(
         422,
         'no_active_label',
@@ -313,14 +464,27 @@ export class TrackingService {
     return transaction(db, () => {
       const shipment = this.assertTrackable(actor, label);
       const current = this.present(label).status;
-      const pending = scheduler.pending<StepPayload>(TRACKING_STEP, label.id);
-      const reach = pending.findIndex((job) => job.payload.status === target);
+      const pending = this.pendingSteps(label, shipment);
+      const reach = pending.findIndex((step) => step.status === target);
 
       let steps: { status: TrackingStatus; description: string; location: string }[];
       if (reach >= 0) {
-        steps = pending.slice(0, reach + 1).map((job) => job.payload);
-        for (const job of pending.slice(0, reach + 1)) scheduler.cancelJob(job.id, actor.now);
-        if (TERMINAL.has(target)) scheduler.cancel(TRACKING_STEP, label.id, actor.now);
+        steps = pending.slice(0, reach + 1).map(eventOf);
+        const played = new Set(pending.slice(0, reach + 1).map((step) => step.job));
+        for (const job of played) scheduler.cancelJob(job.id, actor.now);
+        if (TERMINAL.has(target)) {
+          scheduler.cancel(TRACKING_STEP, label.id, actor.now);
+        } else {
+          // The rest of a chain whose pending job was played goes on from its next step.
+          const rest = pending[reach + 1];
+          if (rest && played.has(rest.job) && isChain(rest.job.payload)) {
+            scheduler.continueChain<ChainPayload>(rest.job, rest.ahead, {
+              payload: { ...rest.job.payload, index: rest.index },
+              dueAt: rest.dueAt,
+              now: rest.job.payload.startedAt,
+            });
+          }
+        }
       } else {
         const path = pathBetween(current, target);
         if (!path) {
@@ -357,24 +521,24 @@ export class TrackingService {
     const label = this.activeLabelOf(actor, shipmentId);
     const shipment = this.deps.shipments.find(actor.accountId, label.shipmentId);
     const record = this.present(label);
-    const trackable = label.status === 'active' && shipment !== undefined && shipment.status !== 'cancelled';
-    const pending = trackable ? this.deps.scheduler.pending<StepPayload>(TRACKING_STEP, label.id) : [];
+    const trackable = shipment !== undefined && isTrackable(label, shipment);
+    const pending = trackable ? this.pendingSteps(label, shipment) : [];
     return {
       shipment_id: shipmentId,
       label_id: label.id,
       tracking_number: label.trackingNumber,
       scenario: label.scenario,
       tracking: record,
-      upcoming: pending.map((job) => ({
-        status: job.payload.status,
-        description: job.payload.description,
-        location: job.payload.location,
-        due_at: formatTimestamp(job.dueAt),
+      upcoming: pending.map((step) => ({
+        status: step.status,
+        description: step.description,
+        location: step.location,
+        due_at: formatTimestamp(step.dueAt),
       })),
       can_advance_to: trackable
         ? TRACKING_STATUSES.filter(
             (target) =>
-              pending.some((job) => job.payload.status === target) ||
+              pending.some((step) => step.status === target) ||
               pathBetween(record.status, target) !== undefined,
           )
         : [],
@@ -400,6 +564,19 @@ export class TrackingService {
       return this.present(applied ?? label);
     });
   }
+}
+
+function timelineKey(labelId: string, chain: ChainPayload): string {
+  return `${labelId} ${chain.plan} ${chain.startedAt}`;
+}
+
+/** A voided label or a cancelled shipment takes no more tracking events. */
+function isTrackable(label: LabelRecord, shipment: ShipmentRecord): boolean {
+  return label.status === 'active' && shipment.status !== 'cancelled';
+}
+
+function eventOf(step: { status: TrackingStatus; description: string; location: string }) {
+  return { status: step.status, description: step.description, location: step.location };
 }
 
 /** The usual journey; `exception` and `returned` branch off it. */

@@ -1,13 +1,10 @@
-import { createHash } from 'node:crypto';
-// The base-locale build: it loads in ~15 ms where the package's main entry evaluates every locale (~200 ms),
-// and only the seeded number generator is needed here. It is one shared instance, reseeded at the start of
-// every call and drawn from synchronously, so nothing carries over between calls.
-import { faker } from '@faker-js/faker/locale/base';
+import { hash } from 'node:crypto';
 import { DAY, MINUTE } from '../core/time.js';
 import type { Scenario, ScenarioStep } from '../scenarios/files.js';
 import type { Place, TrackingStatus } from '../scenarios/vocabulary.js';
 import { describeStep, fillPlaceholders, type Moment } from './descriptions.js';
 import { planRoute, type Rng, type RouteAddress } from './journey.js';
+import { mersenneTwister } from './random.js';
 
 export interface TimelineInput {
   /** The server's seed (`--seed`). */
@@ -80,9 +77,8 @@ export function estimatedDelivery(
 }
 
 function seededRng(seed: string, labelId: string): Rng {
-  const digest = createHash('sha256').update(seed).update('\0').update(labelId).digest();
-  faker.seed(digest.readUInt32BE(0));
-  return () => faker.number.float();
+  const digest = hash('sha256', `${seed}\0${labelId}`, 'buffer');
+  return mersenneTwister(digest.readUInt32BE(0));
 }
 
 /**
