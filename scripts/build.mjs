@@ -19,8 +19,8 @@
  *   key bar (`docs.js`, `docs.css`), bundled with Preact as `src/dashboard/ui/build.json` says (the
  *   sandbox bundles the same in memory when it runs from its sources).
  *
- * Heavy renderers and the certificate maker stay outside the bundle and load from node_modules on
- * first use; better-sqlite3 and workerpool are native or spawn files of their own.
+ * Heavy renderers stay outside the bundle and load from node_modules on first use; better-sqlite3
+ * and workerpool are native or spawn files of their own.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -38,7 +38,6 @@ const EXTERNAL = [
   'pdf-lib',
   'bwip-js',
   'opentype.js',
-  'selfsigned',
 ];
 
 const pkg = JSON.parse(readFileSync('package.json', 'utf8'));
