@@ -1,9 +1,9 @@
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { once } from 'node:events';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, isIP } from 'node:net';
 import { connect, createServer } from 'node:tls';
 import { describe, expect, it } from 'vitest';
-import { selfSignedCertificate } from '../src/http/certificate.js';
+import { ipVersion, selfSignedCertificate } from '../src/http/certificate.js';
 
 const request = {
   commonName: 'localhost',
@@ -80,5 +80,17 @@ describe('a self-signed certificate made with node:crypto', () => {
     } finally {
       server.close();
     }
+  });
+});
+
+describe('ipVersion', () => {
+  it('answers as net.isIP does', () => {
+    const names = [
+      ...['localhost', 'sandbox.test', '1234', '1.2.3', '1.2.3.4.5', '1.2.3.4.', '0x7f.0.0.1', '256.1.1.1'],
+      ...['01.2.3.4', '1.2.3.04', '1.2.3.-4', '0.0.0.0', '127.0.0.1', '255.255.255.255', '1.2.3.4%eth0'],
+      ...['::', '::1', '2001:db8::1', '::ffff:1.2.3.4', '::ffff:256.1.1.1', '1:2:3:4:5:6:7:8', 'a:b'],
+      ...['1:2:3:4:5:6:7:8:9', '1::2::3', ':::', '[::1]', '::1/64', 'fe80::1%eth0', 'fe80::1%', '::1%lo:0'],
+    ];
+    expect(names.map(ipVersion)).toEqual(names.map(isIP));
   });
 });

@@ -1,11 +1,10 @@
 import { createPrivateKey, type KeyObject, X509Certificate } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { isIP } from 'node:net';
 import { hostname, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { ConfigError } from '../core/errors.js';
-import { selfSignedCertificate } from './certificate.js';
+import { ipVersion, selfSignedCertificate } from './certificate.js';
 
 /** Where the certificate comes from: the flags' pair, or the one kept for this data directory. */
 export interface TlsOptions {
@@ -81,7 +80,9 @@ const DNS_NAME =
 /** The names of `names` that the certificate is not valid for. */
 export function namesNotCovered(certificate: X509Certificate, names: readonly string[]): string[] {
   return names.filter((name) =>
-    isIP(name) === 0 ? certificate.checkHost(name) === undefined : certificate.checkIP(name) === undefined,
+    ipVersion(name) === 0
+      ? certificate.checkHost(name) === undefined
+      : certificate.checkIP(name) === undefined,
   );
 }
 
@@ -264,10 +265,10 @@ export function httpsOriginHost(boundAddress: string, certificate: X509Certifica
   const local = WILDCARD.has(boundAddress) || boundAddress === '::1' || boundAddress.startsWith('127.');
   const address = WILDCARD.has(boundAddress) ? '127.0.0.1' : boundAddress;
   if (local && certificate.checkHost('localhost') !== undefined) return 'localhost';
-  if (isIP(address) !== 0 && certificate.checkIP(address) !== undefined) return hostOf(address);
+  if (ipVersion(address) !== 0 && certificate.checkIP(address) !== undefined) return hostOf(address);
   // A given certificate for another name (sandbox.test, say): the client must reach it by that name.
   const dnsName = /(?:^|, )DNS:([^,*\s]+)/.exec(certificate.subjectAltName ?? '')?.[1];
   return dnsName ?? hostOf(address);
 }
 
-const hostOf = (address: string): string => (isIP(address) === 6 ? `[${address}]` : address);
+const hostOf = (address: string): string => (ipVersion(address) === 6 ? `[${address}]` : address);
