@@ -97,7 +97,7 @@ async function main(): Promise<void> {
   const info = { ...machine(), otherCpuBusyPctAtStart: await backgroundBusy(1000) };
   log(
     `bench: ${options.quick ? 'quick' : 'full'} run, ${options.connections} connections, ${options.duration} s a run, ` +
-      `${options.rounds} pair(s) per endpoint; ${info.cpuCount} x ${info.cpuModel}, node ${info.node}; ` +
+      `${options.rounds} round(s) per endpoint; ${info.cpuCount} x ${info.cpuModel}, node ${info.node}; ` +
       `other work keeps the CPUs ${info.otherCpuBusyPctAtStart ?? '?'}% busy`,
   );
 
