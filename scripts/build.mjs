@@ -84,6 +84,16 @@ await Promise.all([
   }),
 ]);
 
+// The launcher reads the bundle as one-byte text (latin1 decodes 2 MB in a tenth of the time UTF-8
+// takes, and V8 keeps it in half the memory) when it is ASCII: esbuild escapes every other character
+// but those of comments, which are escaped here, as code units, as a string or a pattern would be.
+writeFileSync(
+  'dist/sandbox.cjs',
+  readFileSync('dist/sandbox.cjs', 'utf8').replace(
+    /[\u0080-\uffff]/g,
+    (unit) => `\\u${unit.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  ),
+);
 // The launcher names the bundle's caches by its content, so a cache never meets another build's code.
 const bundleHash = createHash('sha256').update(readFileSync('dist/sandbox.cjs')).digest('hex').slice(0, 16);
 await build({

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { isAscii } from 'node:buffer';
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -31,7 +32,10 @@ const READY_EVENT = 'shipping-sandbox:ready';
 const debug = debuglog('shipping-sandbox');
 const here = dirname(fileURLToPath(import.meta.url));
 const bundle = join(here, 'sandbox.cjs');
-const source = readFileSync(bundle, 'utf8');
+const bytes = readFileSync(bundle);
+// The build writes the bundle in ASCII: read so, it decodes ten times faster than UTF-8 and V8 keeps
+// it as one-byte text.
+const source = bytes.toString(isAscii(bytes) ? 'latin1' : 'utf8');
 const cacheName = `${SANDBOX_BUNDLE_HASH}-${process.version}-${process.arch}`;
 const builtCache = join(here, 'code-cache', `${cacheName}.bin`);
 // V8 refuses a cache made under other flags: a start's own cache is named by its flags too, so that a

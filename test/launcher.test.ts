@@ -1,3 +1,4 @@
+import { isAscii } from 'node:buffer';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -69,6 +70,8 @@ describe('the launcher', () => {
   it("reads the build's code cache, made for this Node version", async () => {
     expect(existsSync('dist/main.js'), 'npm test builds dist/ first').toBe(true);
     expect(readdirSync('dist/code-cache').some((name) => name.includes(`-${process.version}-`))).toBe(true);
+    // In ASCII, so that it is read as one-byte text.
+    expect(isAscii(readFileSync('dist/sandbox.cjs'))).toBe(true);
     const tmp = freshTmp();
     const { stdout, launcher } = await run([], ['--version'], { tmp });
     expect(stdout).toBe(`${version}\n`);
