@@ -127,13 +127,19 @@ if (process.argv.includes('--declarations')) emitDeclarations();
 function makeCodeCache() {
   const target = resolve('dist', 'code-cache', `${bundleHash}-${process.version}-${process.arch}.bin`);
   const scratch = mkdtempSync(join(tmpdir(), 'shipping-sandbox-build-'));
+  // The sandbox's own settings in the environment (a port file, a host) are not this run's.
+  const env = Object.fromEntries(
+    Object.entries(process.env).filter(
+      ([name]) => !/^(SANDBOX_|HOST$|PORT$|HTTPS_PORT$|LOG_LEVEL$)/.test(name),
+    ),
+  );
   try {
     const run = spawnSync(
       process.execPath,
       ['dist/main.js', '--memory', '--port', '0', '--https-port', '0', '--log-level', 'silent'],
       {
         env: {
-          ...process.env,
+          ...env,
           TMPDIR: scratch,
           TMP: scratch,
           TEMP: scratch,
