@@ -17,7 +17,7 @@ const FORMAT = 'zpl';
 const MODE: Record<Storage, string> = { file: 'file mode', memory: '--memory' };
 
 /**
- * Resident memory after many labels bought through the API (50,000; 1,000 in quick mode, not judged),
+ * Resident memory after many labels bought through the API (50,000; 500 in quick mode, not judged),
  * each for a shipment of its own, in one account, in file mode and with `--memory`. The account's
  * clock runs as in real use (at the wall clock's speed, neither frozen nor advanced): each label's
  * first tracking step happens when it is bought, and the later ones, hours and days away, stay

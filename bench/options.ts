@@ -122,7 +122,7 @@ export function parseOptions(
     rounds: Math.round(positive('rounds', values.rounds, quick ? 1 : 2)),
     coldStartRuns: quick ? 3 : 11,
     scaleShipments: quick ? 3_000 : 100_000,
-    labelCount: quick ? 1_000 : 50_000,
+    labelCount: quick ? 500 : 50_000,
     clockSteps: quick ? 2_000 : 10_000,
     webhookEvents: quick ? 300 : 2_000,
     only,

@@ -45,7 +45,7 @@ describe('where the benchmark writes its report', () => {
     expect(SECTIONS).toContain('labels');
     expect(parse()).toMatchObject({ labelCount: 50_000, scaleShipments: 100_000, duration: 10, rounds: 2 });
     expect(parse('--quick')).toMatchObject({
-      labelCount: 1_000,
+      labelCount: 500,
       scaleShipments: 3_000,
       duration: 1,
       rounds: 1,
