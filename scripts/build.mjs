@@ -29,10 +29,11 @@ import { tmpdir } from 'node:os';
 import { dirname, join, posix, resolve } from 'node:path';
 import { build } from 'esbuild';
 
+// pino is bundled (its files then come compiled from the code cache: about 10 ms of a start); it is
+// used without transports, whose worker files a bundle could not find.
 const EXTERNAL = [
   'workerpool',
   'better-sqlite3',
-  'pino',
   'pino-pretty',
   '@resvg/resvg-js',
   'pdf-lib',
