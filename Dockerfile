@@ -37,10 +37,9 @@ FROM node:20-bookworm-slim
 # localhost, the container's host name and every --tls-name). It lives as long as the container; to keep
 # it, mount a volume there (`-v sandbox-data:/data`; a host directory must be writable by uid 1000).
 #
-# V8's code cache: Node 20 has no `module.enableCompileCache()` (Node 22.1+), and the NODE_COMPILE_CACHE
-# variable is read only from 22.1 on, so this image keeps no code cache: each start compiles the bundle,
-# one file. On a Node 22 base, `ENV NODE_COMPILE_CACHE=/app/.compile-cache` and one start during the
-# build would keep the cache in the image.
+# V8's code cache: the build starts the sandbox once and keeps the compiled bundle in dist/code-cache/
+# (see src/launcher.ts), for the Node version of the build stage, which is this one: each container
+# starts without compiling it.
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=4010 \

@@ -4,9 +4,12 @@
  * The sandbox runs as its real command (`node dist/main.js --memory --no-rate-limits …`) in a child
  * process, beside a bare `node:http` server (bench/ceiling.mjs) that answers a fixed shipment: the
  * ceiling any Node server reaches on this machine. autocannon, in this process, loads both with the
- * same requests, connections and duration, in alternating pairs; ratios are within one run. The
- * embed section times the package's in-process `startSandbox()` in fresh processes (bench/embed.ts).
- * Prints tables and writes every figure to bench/results/latest.json. It reports; it asserts nothing.
+ * same requests, connections and duration, in alternating rounds; ratios are within one run. The
+ * issue's ratio targets are judged against the bare Hono floor (bench/hono-floor.mjs) or another of
+ * the sandbox's endpoints, measured in the same rounds. The embed section times the package's
+ * in-process `startSandbox()` in fresh processes (bench/embed.ts). Prints tables and writes every
+ * figure as JSON: a full run to bench/results/<date>-<commit>.json and latest.json (committed), a quick
+ * or partial one to bench/results/scratch/ (ignored). It reports; it asserts nothing.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -16,6 +19,7 @@ import { buildChanges, distFingerprint, killAllChildren, ROOT, SANDBOX_FLAGS } f
 import { clockAdvance } from './clock.js';
 import { coldStart } from './cold-start.js';
 import { embed } from './embed.js';
+import { labelMemory } from './labels.js';
 import { parseOptions } from './options.js';
 import { type FigureRow, figureTable, type LoadRow, loadTable, toJson } from './report.js';
 import { scale } from './scale.js';
@@ -72,7 +76,14 @@ async function backgroundBusy(ms: number): Promise<number | null> {
 }
 
 async function main(): Promise<void> {
-  const options = parseOptions(process.argv.slice(2), process.env);
+  // What a recorded report is named by: the commit, and whether what measures or is measured changed.
+  const commit = git(['rev-parse', 'HEAD']);
+  const dirty = (git(['status', '--porcelain', '--', 'src', 'bench', 'scripts']) ?? '') !== '';
+  const options = parseOptions(process.argv.slice(2), process.env, {
+    date: new Date(),
+    commit: commit?.slice(0, 7) ?? null,
+    dirty,
+  });
   if (!options) return;
   if (!existsSync(join(ROOT, 'dist/main.js'))) {
     process.stderr.write(
@@ -86,7 +97,7 @@ async function main(): Promise<void> {
   const info = { ...machine(), otherCpuBusyPctAtStart: await backgroundBusy(1000) };
   log(
     `bench: ${options.quick ? 'quick' : 'full'} run, ${options.connections} connections, ${options.duration} s a run, ` +
-      `${options.rounds} pair(s) per endpoint; ${info.cpuCount} x ${info.cpuModel}, node ${info.node}; ` +
+      `${options.rounds} round(s) per endpoint; ${info.cpuCount} x ${info.cpuModel}, node ${info.node}; ` +
       `other work keeps the CPUs ${info.otherCpuBusyPctAtStart ?? '?'}% busy`,
   );
 
@@ -133,6 +144,10 @@ async function main(): Promise<void> {
       loadRows.push(...result.rows);
       figures.push(...result.figures);
     });
+  if (options.only.has('labels'))
+    await section('labels', async () => {
+      figures.push(...(await labelMemory(options, log)));
+    });
   if (options.only.has('clock'))
     await section('clock', async () => {
       figures.push(...(await clockAdvance(options, log)));
@@ -151,7 +166,6 @@ async function main(): Promise<void> {
   const missed = targets.filter((t) => t?.met === false).length;
   const judged = targets.filter((t) => t?.met !== null).length;
 
-  const out = resolve(ROOT, options.out);
   const report = {
     date: startedAt.toISOString(),
     seconds,
@@ -160,8 +174,9 @@ async function main(): Promise<void> {
       loadAverageAtEnd: loadavg().map((n) => Math.round(n * 100) / 100),
       otherCpuBusyPctAtEnd: await backgroundBusy(1000),
     },
-    commit: git(['rev-parse', 'HEAD']),
-    dirty: (git(['status', '--porcelain', '--', 'src']) ?? '') !== '',
+    commit,
+    dirty,
+    recorded: options.record,
     build: { dist: build, changedDuringRun: buildChanges },
     failures,
     settings: {
@@ -178,6 +193,7 @@ async function main(): Promise<void> {
       ceilingCommand: 'node bench/ceiling.mjs',
       loadGenerator: 'autocannon (programmatic, in the bench process)',
       scaleShipments: options.scaleShipments,
+      labelCount: options.labelCount,
       clockSteps: options.clockSteps,
       webhookEvents: options.webhookEvents,
       sectionSeconds: timings,
@@ -186,8 +202,11 @@ async function main(): Promise<void> {
     load: loadRows,
     figures,
   };
-  mkdirSync(dirname(out), { recursive: true });
-  writeFileSync(out, toJson(report));
+  for (const path of options.out) {
+    const out = resolve(ROOT, path);
+    mkdirSync(dirname(out), { recursive: true });
+    writeFileSync(out, toJson(report));
+  }
 
   const lines = [
     '',
@@ -195,8 +214,9 @@ async function main(): Promise<void> {
     `${info.cpuCount} x ${info.cpuModel}, ${info.totalMemoryMiB} MiB, ${info.os}, node ${info.node}; ` +
       `other work kept the CPUs ${report.machine.otherCpuBusyPctAtStart ?? '?'}% busy before the run, ` +
       `${report.machine.otherCpuBusyPctAtEnd ?? '?'}% after`,
-    `${options.connections} connections, ${options.duration} s a run, ${options.rounds} ceiling/sandbox pair(s); ` +
-      'latencies in ms; ratio = sandbox rps / ceiling rps in the same pair',
+    `${options.connections} connections, ${options.duration} s a run, ${options.rounds} round(s) per endpoint; ` +
+      'latencies in ms; ÷ ceiling = sandbox rps / ceiling rps, ratio = sandbox rps / the rps of what it is ' +
+      'against, each in the same round',
     '',
   ];
   if (loadRows.length) lines.push(loadTable(loadRows), '');
@@ -204,7 +224,7 @@ async function main(): Promise<void> {
   const notJudged = targets.length - judged;
   lines.push(
     `targets: ${judged - missed} of ${judged} met${notJudged ? ` (${notJudged} not judged in this mode)` : ''}; ` +
-      `figures in ${options.out}`,
+      `figures in ${options.out.join(' and ')}${options.record ? ' (a record: commit it)' : ''}`,
     '',
   );
   if (failures.length) {

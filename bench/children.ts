@@ -227,9 +227,15 @@ export function startCeiling(body: string): Promise<Server> {
   return startServer('ceiling', ['bench/ceiling.mjs'], BANNER_CEILING, { CEILING_BODY: body });
 }
 
-/** `node bench/hono-floor.mjs`: Hono with one route and no middleware, answering `body`. */
-export function startHonoFloor(body: string): Promise<Server> {
-  return startServer('hono floor', ['bench/hono-floor.mjs'], BANNER_CEILING, { CEILING_BODY: body });
+/**
+ * `node bench/hono-floor.mjs`: Hono with no middleware, answering `body` to `GET /v1/shipments/:id`
+ * and `postBody` (201) to `POST /v1/shipments`, whose JSON body it reads.
+ */
+export function startHonoFloor(body: string, postBody: string): Promise<Server> {
+  return startServer('hono floor', ['bench/hono-floor.mjs'], BANNER_CEILING, {
+    CEILING_BODY: body,
+    CEILING_POST_BODY: postBody,
+  });
 }
 
 /** A port that was free a moment ago (for the cold start, whose port must be known before the banner). */

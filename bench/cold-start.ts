@@ -101,13 +101,14 @@ async function series(
   command: string,
   args: string[],
   freshTmp = false,
+  env: NodeJS.ProcessEnv = {},
 ) {
   // With `freshTmp`, each start gets an empty TMPDIR of its own: nothing kept from an earlier start.
   const once = async () => {
-    if (!freshTmp) return startOnce(command, args);
+    if (!freshTmp) return startOnce(command, args, false, env);
     const dir = mkdtempSync(join(tmpdir(), 'sandbox-bench-tmp-'));
     try {
-      return await startOnce(command, args, false, { TMPDIR: dir, TMP: dir, TEMP: dir });
+      return await startOnce(command, args, false, { ...env, TMPDIR: dir, TMP: dir, TEMP: dir });
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -162,15 +163,37 @@ export async function coldStart(options: Options, log: Log): Promise<FigureRow[]
     });
   });
   // A fresh CI runner or container: an empty temporary directory, so nothing is kept from an earlier
-  // start (no compiled-code cache, no certificate).
+  // start (no certificate, no code cache of the start's own), only what the build made: dist/ and its
+  // code cache, as the Docker image and a build on the runner have them.
   await attempt('cold start: node dist/main.js --memory, empty TMPDIR', async () => {
     const fresh = await series(log, '--memory, empty TMPDIR', options.coldStartRuns, node, memoryArgs, true);
     rows.push({
       section: 'cold start',
-      scenario: `cold start: the same with an empty TMPDIR each time (a fresh CI runner; median of ${options.coldStartRuns})`,
+      scenario: `cold start on a fresh runner: the same with an empty TMPDIR each time (median of ${options.coldStartRuns})`,
       figure: `${fresh.median} ms (min ${fresh.min}, max ${fresh.max}; banner ${fresh.bannerMedian} ms)`,
-      target: { text: '(< 300 ms)', met: fresh.median < 300 },
+      target: { text: '< 250 ms', met: fresh.median < 250 },
       details: fresh,
+    });
+  });
+  // The same where the build's code cache does not fit (another Node version or V8 flags than the
+  // build's): the bundle is compiled as it starts.
+  await attempt('cold start: empty TMPDIR, SANDBOX_CODE_CACHE=off', async () => {
+    const compiling = await series(
+      log,
+      '--memory, empty TMPDIR, no code cache',
+      options.coldStartRuns,
+      node,
+      memoryArgs,
+      true,
+      {
+        SANDBOX_CODE_CACHE: 'off',
+      },
+    );
+    rows.push({
+      section: 'cold start',
+      scenario: `cold start on a fresh runner without the build's code cache (SANDBOX_CODE_CACHE=off; median of ${options.coldStartRuns})`,
+      figure: `${compiling.median} ms (min ${compiling.min}, max ${compiling.max}; banner ${compiling.bannerMedian} ms)`,
+      details: compiling,
     });
   });
   // The same measure of a bare node:http server: what any Node process needs on this machine.

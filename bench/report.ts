@@ -12,19 +12,27 @@ export interface Latency {
   p99: number;
 }
 
-/** A load figure: the sandbox, and the ceiling measured beside it when there is one. */
+/**
+ * A load figure: the sandbox, the ceiling measured beside it when there is one, and what the row is
+ * judged against (the bare Hono floor, another endpoint) when that is not the ceiling.
+ */
 export interface LoadRow {
   section: string;
   scenario: string;
   connections: number;
   sandbox: Latency;
   ceiling?: Latency;
-  /** Sandbox rps over ceiling rps, the mean of the pairs' ratios. */
+  /** Sandbox rps over ceiling rps, the mean of the rounds' ratios. */
   ratio?: number;
   pairRatios?: number[];
+  /** Measured in the same rounds as the sandbox, between the ceiling and it. */
+  reference?: Latency & { name: string };
+  /** Sandbox rps over the reference's, the mean of the rounds' ratios: what `target` judges. */
+  referenceRatio?: number;
+  referencePairRatios?: number[];
   target?: Target;
   note?: string;
-  runs?: { sandbox: LoadResult[]; ceiling: LoadResult[] };
+  runs?: { sandbox: LoadResult[]; ceiling: LoadResult[]; reference?: LoadResult[] };
 }
 
 /** Any other figure: a start-up time, a memory size, a rate. */
@@ -55,7 +63,20 @@ function table(head: string[], rows: string[][], right: boolean[]): string {
 
 export function loadTable(rows: LoadRow[]): string {
   return table(
-    ['scenario', 'conns', 'rps', 'p50 ms', 'p99 ms', 'ceiling rps', 'ratio', 'target', 'met?'],
+    [
+      'scenario',
+      'conns',
+      'rps',
+      'p50 ms',
+      'p99 ms',
+      'ceiling rps',
+      '÷ ceiling',
+      'against',
+      'its rps',
+      'ratio',
+      'target',
+      'met?',
+    ],
     rows.map((r) => [
       r.scenario + (r.note ? ` (${r.note})` : ''),
       String(r.connections),
@@ -64,10 +85,13 @@ export function loadTable(rows: LoadRow[]): string {
       fmt(r.sandbox.p99),
       rps(r.ceiling?.rps),
       fmt(r.ratio),
+      r.reference?.name ?? '',
+      r.reference ? rps(r.reference.rps) : '',
+      r.referenceRatio === undefined ? '' : fmt(r.referenceRatio),
       r.target?.text ?? '',
       met(r.target),
     ]),
-    [false, true, true, true, true, true, true, false, false],
+    [false, true, true, true, true, true, true, false, true, true, false, false],
   );
 }
 

@@ -5,9 +5,11 @@ import type { FigureRow, LoadRow } from './report.js';
 
 type Log = (line: string) => void;
 
-/** The issue's target is 200 MB (decimal); figures are in MiB, so compare against 190.7 MiB. */
+/** The file mode's target is 200 MB (decimal); figures are in MiB, so compare against 190.7 MiB. */
 const MEMORY_LIMIT_MB = 200;
 const MEMORY_LIMIT_MIB = (MEMORY_LIMIT_MB * 1e6) / 2 ** 20;
+/** Issue 17 sets `--memory`'s own: 200 MiB. */
+const MEMORY_MODE_LIMIT_MIB = 200;
 const LIST_P99_MS = 20;
 /** The targets speak of 100,000 shipments; with fewer (quick mode) they are shown but not judged. */
 const TARGET_SHIPMENTS = 100_000;
@@ -19,7 +21,8 @@ const MODE: Record<Storage, string> = { file: 'file mode', memory: '--memory' };
  * One account with many shipments (100,000; 3,000 in quick mode), inserted through the API: the
  * list's latency, paging to the end with the cursor, and the server's resident memory. Run twice:
  * in the default file mode (a database file in a fresh data directory), where the targets are
- * judged, and with `--memory` (the whole database inside the process), shown beside it. Quick runs
+ * judged, and with `--memory` (the whole database inside the process), shown beside it, where only
+ * the memory is judged (issue 17). Quick runs
  * measure only the inserts and the memory with `--memory`, to stay under a minute.
  */
 export async function scale(options: Options, log: Log): Promise<{ rows: LoadRow[]; figures: FigureRow[] }> {
@@ -176,14 +179,20 @@ async function scaleIn(
       `scale (${mode}): RSS ${listed ? 'after the list runs ' : ''}${afterList.rssMiB} MiB (peak ${afterList.peakRssMiB} MiB)` +
         (files === null ? '' : `; database and WAL files ${files} MiB`),
     );
-    const under = afterList.rssMiB === null ? null : rss < MEMORY_LIMIT_MIB;
+    const limitMiB = storage === 'file' ? MEMORY_LIMIT_MIB : MEMORY_MODE_LIMIT_MIB;
+    const under = afterList.rssMiB === null ? null : rss < limitMiB;
+    const limitText =
+      storage === 'file'
+        ? `< ${MEMORY_LIMIT_MB} MB (${round(MEMORY_LIMIT_MIB, 1)} MiB)`
+        : `< ${MEMORY_MODE_LIMIT_MIB} MiB`;
     figures.push({
       section: 'scale',
       scenario: `resident memory with ${n} shipments, ${mode} (after inserting${listed ? '; after the list runs' : ''})`,
       figure:
         `${afterInsert.rssMiB} MiB${listed ? `; ${afterList.rssMiB} MiB` : ''} (peak ${afterList.peakRssMiB} MiB; idle ${idle.rssMiB} MiB` +
         `${files === null ? '' : `; database and WAL files ${files} MiB`})`,
-      target: judged(`< ${MEMORY_LIMIT_MB} MB (${round(MEMORY_LIMIT_MIB, 1)} MiB)`, under),
+      // Judged in both modes: `--memory`'s is a target of its own.
+      target: full ? { text: limitText, met: under } : judged(limitText, under),
       details: { storage, idle, afterInsert, afterList, databaseFileMiB: files },
     });
     return { rows, figures };

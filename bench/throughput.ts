@@ -32,26 +32,51 @@ interface Endpoint {
    */
   fresh?: { kind: 'buy' | 'download'; format: Format };
   note?: string;
+  /**
+   * `ratio`: of its requests a second to those of `versus` (the ceiling's without one); `p50`: its
+   * median latency, in ms.
+   */
   target?: { ratio?: number; p50?: number };
+  /** What the row is judged against, measured in the same rounds (after the ceiling, before it). */
+  versus?: Reference;
   /** Why the endpoint cannot be measured (its set-up failed). */
   unavailable?: string;
-  /** Measured against bench/hono-floor.mjs instead of the sandbox: what the framework alone costs. */
-  honoFloor?: boolean;
 }
 
-function judge(target: Endpoint['target'], ratio: number, p50: number): Target | undefined {
+/** Another server's or endpoint's requests, measured beside an endpoint: its ratio's denominator. */
+interface Reference {
+  /** Short, for the table: `Hono floor`, `GET by id`. */
+  name: string;
+  /** The row the reference's own figures are reported as, if any (the floor's), and its note. */
+  scenario?: string;
+  note?: string;
+  server: 'sandbox' | 'hono floor';
+  method: 'GET' | 'POST';
+  path: string;
+  key: string | null;
+  body?: string;
+}
+
+function judge(target: Endpoint['target'], against: string, ratio: number, p50: number): Target | undefined {
   if (!target) return undefined;
   if (target.ratio !== undefined)
-    return { text: `ratio >= ${target.ratio}`, met: Number.isFinite(ratio) ? ratio >= target.ratio : null };
+    return {
+      text: `÷ ${against} >= ${target.ratio}`,
+      met: Number.isFinite(ratio) ? ratio >= target.ratio : null,
+    };
   if (target.p50 !== undefined)
     return { text: `p50 < ${target.p50} ms`, met: Number.isFinite(p50) ? p50 < target.p50 : null };
   return undefined;
 }
 
+const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
+
 /**
  * Every endpoint against the sandbox and, beside it, against the ceiling: the same requests, the
- * same connections and duration, in pairs (ceiling, sandbox, ceiling, sandbox, …) so that drift on a
- * noisy machine hits both.
+ * same connections and duration, in rounds (ceiling, sandbox, ceiling, sandbox, …) so that drift on a
+ * noisy machine hits both. An endpoint judged against something else (the bare Hono floor, or another
+ * of the sandbox's endpoints) has that measured in each round too, between the two: its ratio is
+ * within the round.
  */
 export async function throughput(
   options: Options,
@@ -70,6 +95,8 @@ export async function throughput(
 
     // The read account: 1,000 shipments, a label with a few days of tracking, a label to download.
     const readKey = await createAccount(base, 'bench-read');
+    const writeKey = await createAccount(base, 'bench-write');
+    const labelKey = await createAccount(base, 'bench-labels');
     const made = await createShipments(base, readKey, 1000, connections, { collectIds: true });
     const shipmentId = made.ids[0];
     if (!shipmentId || made.failures > 0) throw new Error(`could not create the read account's shipments`);
@@ -101,26 +128,35 @@ export async function throughput(
     } catch (error) {
       downloadId = new Error(`setting up: ${setupError(error)}`);
     }
-    const writeKey = await createAccount(base, 'bench-write');
-    const labelKey = await createAccount(base, 'bench-labels');
-
-    // The ceiling answers the sandbox's own bytes for the shipment.
+    // The ceiling answers the sandbox's own bytes for the shipment; the floor, those of a shipment
+    // read and of one created.
     const shipmentJson = await fetch(`${base}/v1/shipments/${shipmentId}`, {
       headers: headersFor(readKey),
     }).then((r) => r.text());
+    const createdJson = await fetch(`${base}/v1/shipments`, {
+      method: 'POST',
+      headers: headersFor(writeKey),
+      body: SHIPMENT_BODY,
+    }).then((r) => r.text());
     ceiling = await startCeiling(shipmentJson);
     log(`throughput: ceiling ${ceiling.url} (pid ${ceiling.pid}), body ${shipmentJson.length} bytes`);
-    honoFloor = await startHonoFloor(shipmentJson);
+    honoFloor = await startHonoFloor(shipmentJson, createdJson);
     log(`throughput: Hono floor ${honoFloor.url} (pid ${honoFloor.pid})`);
 
     const labelTargets: Partial<Record<Format, number>> = { pdf: 10, png: 30 };
+    const getById = { method: 'GET', path: `/v1/shipments/${shipmentId}`, key: readKey } as const;
     const endpoints: Endpoint[] = [
       {
         scenario: 'GET /v1/shipments/:id',
-        method: 'GET',
-        path: `/v1/shipments/${shipmentId}`,
-        key: readKey,
-        target: { ratio: 0.5 },
+        ...getById,
+        versus: {
+          name: 'Hono floor',
+          scenario: 'GET /v1/shipments/:id on the bare Hono floor',
+          note: 'no middleware, no database',
+          server: 'hono floor',
+          ...getById,
+        },
+        target: { ratio: 0.65 },
       },
       {
         scenario: 'GET /v1/shipments?limit=20',
@@ -128,6 +164,8 @@ export async function throughput(
         path: '/v1/shipments?limit=20',
         key: readKey,
         note: '1,000 in the account',
+        versus: { name: 'GET by id', server: 'sandbox', ...getById },
+        target: { ratio: 0.6 },
       },
       {
         scenario: 'POST /v1/shipments',
@@ -135,7 +173,17 @@ export async function throughput(
         path: '/v1/shipments',
         key: writeKey,
         body: SHIPMENT_BODY,
-        target: { ratio: 0.3 },
+        versus: {
+          name: 'Hono floor',
+          scenario: 'POST /v1/shipments on the bare Hono floor',
+          note: 'reads the JSON body; no middleware, no database',
+          server: 'hono floor',
+          method: 'POST',
+          path: '/v1/shipments',
+          key: writeKey,
+          body: SHIPMENT_BODY,
+        },
+        target: { ratio: 0.35 },
       },
       ...(['pdf', 'png', 'zpl'] as const).map(
         (format): Endpoint => ({
@@ -176,14 +224,6 @@ export async function throughput(
         ...(trackingNumber instanceof Error ? { unavailable: trackingNumber.message } : {}),
       },
       {
-        scenario: 'GET /v1/shipments/:id on bare Hono',
-        method: 'GET',
-        path: `/v1/shipments/${shipmentId}`,
-        key: readKey,
-        note: 'one route, no middleware, no database: the framework floor',
-        honoFloor: true,
-      },
-      {
         scenario: 'GET /healthz',
         method: 'GET',
         path: '/healthz',
@@ -201,18 +241,22 @@ export async function throughput(
       // One endpoint failing (a 500 where a label was expected) costs its own row, not the others'.
       try {
         if (endpoint.unavailable) throw new Error(endpoint.unavailable);
-        const headers = endpoint.key ? headersFor(endpoint.key) : {};
-        const measuredServer = endpoint.honoFloor ? (honoFloor as Server) : sandbox;
-        const load = async (server: Server, extra: Partial<LoadOptions>) => {
+        const versus = endpoint.versus;
+        const referenceServer = versus?.server === 'hono floor' ? (honoFloor as Server) : sandbox;
+        const load = async (
+          server: Server,
+          extra: Partial<LoadOptions>,
+          request: Pick<Endpoint, 'method' | 'path' | 'key' | 'body'> = endpoint,
+        ) => {
           const result = await runLoad({
             url: server.url,
-            path: endpoint.path,
-            method: endpoint.method,
-            headers,
+            path: request.path,
+            method: request.method,
+            headers: request.key ? headersFor(request.key) : {},
             connections,
             serverPid: server.pid,
             alive: server.assertAlive,
-            ...(endpoint.body === undefined ? {} : { body: endpoint.body }),
+            ...(request.body === undefined ? {} : { body: request.body }),
             ...extra,
           });
           if (result.ok === 0)
@@ -262,49 +306,93 @@ export async function throughput(
           await load(ceiling, { amount: 200, next: fake() });
         } else {
           const warm = options.quick ? 300 : 1000;
-          await load(measuredServer, { amount: warm });
+          await load(sandbox, { amount: warm });
           await load(ceiling, { amount: warm });
+          if (versus) await load(referenceServer, { amount: warm }, versus);
         }
         const poolFor = (seconds: number) =>
           pool(Math.ceil(Math.max(estimate, 50) * seconds * 2.5) + 2 * connections);
 
         const sandboxRuns: LoadResult[] = [];
         const ceilingRuns: LoadResult[] = [];
+        const referenceRuns: LoadResult[] = [];
         const pairRatios: number[] = [];
+        const referenceRatios: number[] = [];
+        const referenceCeilingRatios: number[] = [];
         for (let round_ = 0; round_ < rounds; round_++) {
           const c = await load(ceiling, { duration, ...(fresh ? { next: fake() } : {}) });
-          const s = await load(measuredServer, {
+          const r = versus ? await load(referenceServer, { duration }, versus) : undefined;
+          const s = await load(sandbox, {
             duration,
             ...(fresh ? { next: await poolFor(duration) } : {}),
           });
           ceilingRuns.push(c);
           sandboxRuns.push(s);
           pairRatios.push(round(s.rps / c.rps, 3));
+          if (r) {
+            referenceRuns.push(r);
+            referenceRatios.push(round(s.rps / r.rps, 3));
+            referenceCeilingRatios.push(round(r.rps / c.rps, 3));
+          }
           log(
-            `  ${endpoint.scenario}: ceiling ${c.rps} rps p50 ${c.p50} p99 ${c.p99} | sandbox ${s.rps} rps ` +
-              `p50 ${s.p50} p99 ${s.p99}${s.non2xx + s.errors ? ` (${s.non2xx} non-2xx, ${s.errors} errors)` : ''}` +
+            `  ${endpoint.scenario}: ceiling ${c.rps} rps p50 ${c.p50} p99 ${c.p99}` +
+              (r ? ` | ${versus?.name} ${r.rps} rps p50 ${r.p50} p99 ${r.p99}` : '') +
+              ` | sandbox ${s.rps} rps p50 ${s.p50} p99 ${s.p99}` +
+              `${s.non2xx + s.errors ? ` (${s.non2xx} non-2xx, ${s.errors} errors)` : ''}` +
               `${s.stoppedEarly ? ` (pool ran out after ${s.seconds} s)` : ''} | cpu server ${s.serverCpuPct}% ` +
               `loadgen ${s.loadGenCpuPct}%`,
           );
         }
         const sandboxFigures = combine(sandboxRuns);
-        const ratio = round(pairRatios.reduce((a, b) => a + b, 0) / pairRatios.length, 3);
+        const ceilingFigures = combine(ceilingRuns);
+        const ratio = round(mean(pairRatios), 3);
+        const referenceRatio = versus ? round(mean(referenceRatios), 3) : undefined;
         const failures = sandboxRuns.reduce((n, r) => n + r.non2xx + r.errors, 0);
         const notes = [endpoint.note, failures ? `${failures} failed requests` : undefined].filter(Boolean);
         if (sandboxRuns.some((r) => r.stoppedEarly)) notes.push('pool ran out early');
-        const target = judge(endpoint.target, ratio, sandboxFigures.p50);
+        const target = judge(
+          endpoint.target,
+          versus?.name ?? 'ceiling',
+          referenceRatio ?? ratio,
+          sandboxFigures.p50,
+        );
         rows.push({
           section: 'throughput',
           scenario: endpoint.scenario,
           connections,
           sandbox: sandboxFigures,
-          ceiling: combine(ceilingRuns),
+          ceiling: ceilingFigures,
           ratio,
           pairRatios,
+          ...(versus && referenceRatio !== undefined
+            ? {
+                reference: { name: versus.name, ...combine(referenceRuns) },
+                referenceRatio,
+                referencePairRatios: referenceRatios,
+              }
+            : {}),
           ...(target ? { target } : {}),
           ...(notes.length ? { note: notes.join('; ') } : {}),
-          runs: { sandbox: sandboxRuns, ceiling: ceilingRuns },
+          runs: {
+            sandbox: sandboxRuns,
+            ceiling: ceilingRuns,
+            ...(versus ? { reference: referenceRuns } : {}),
+          },
         });
+        // The floor's own row, from the same rounds: what the framework alone reaches beside the ceiling.
+        if (versus?.scenario) {
+          rows.push({
+            section: 'throughput',
+            scenario: versus.scenario,
+            connections,
+            sandbox: combine(referenceRuns),
+            ceiling: ceilingFigures,
+            ratio: round(mean(referenceCeilingRatios), 3),
+            pairRatios: referenceCeilingRatios,
+            ...(versus.note ? { note: versus.note } : {}),
+            runs: { sandbox: referenceRuns, ceiling: ceilingRuns },
+          });
+        }
 
         // The same with one connection: the request's own time, without queueing (full runs).
         if (fresh && !options.quick) {
@@ -315,7 +403,7 @@ export async function throughput(
             next: await poolFor(serialSeconds),
           });
           log(`  ${endpoint.scenario}, 1 connection: ${s.rps} rps p50 ${s.p50} p99 ${s.p99}`);
-          const serialTarget = judge(endpoint.target, Number.NaN, s.p50);
+          const serialTarget = judge(endpoint.target, 'ceiling', Number.NaN, s.p50);
           rows.push({
             section: 'throughput',
             scenario: `${endpoint.scenario}, 1 connection`,

@@ -1,14 +1,13 @@
 /**
  * The build: `src/` bundled with esbuild into `dist/`. One place, so each output says what it is for.
  *
- * - `dist/main.js`: the command line that `bin` and `npm start` run, an ES module (its start-up
- *   loads a few files, not hundreds). What only serving needs (the server, pino) is split into a
- *   chunk beside it that `serve` loads: the control commands start without it, and Node 22.1+'s
- *   compile cache (`module.enableCompileCache()` in src/main.ts) covers the chunk, which is most of
- *   the code. Bundled CommonJS packages call `require`, which an ES module lacks: the banner makes
- *   one.
- * - `dist/render-worker.cjs`: a label render thread (see src/labels/render/pool.ts), CommonJS, where
- *   `import.meta.url` has no value, so it is given one (`src/build/import-meta-url.ts`).
+ * - `dist/sandbox.cjs`: the command line and the server, one CommonJS bundle (its start-up reads one
+ *   file, not hundreds; what only serving needs is evaluated only by `serve`). `import.meta.url` has
+ *   no value in CommonJS, so it is given one (`src/build/import-meta-url.ts`).
+ * - `dist/main.js`: the launcher that `bin` and `npm start` run (src/launcher.ts), which loads the
+ *   bundle through V8's code cache, and `dist/code-cache/`: that cache, made by starting the built
+ *   sandbox once (see makeCodeCache). A fresh CI runner or container then starts without compiling.
+ * - `dist/render-worker.cjs`: a label render thread (see src/labels/render/pool.ts), CommonJS too.
  * - `dist/index.cjs`, `dist/client.cjs`: the package's entries (`shipping-sandbox`, `shipping-sandbox/client`)
  *   for `require`; `dist/index.js`, `dist/client.js`: the same for `import`, each a one-line ES module
  *   over its CommonJS bundle (Node's "wrapper" way to ship both), so a program that both imports and
@@ -19,26 +18,27 @@
  *   key bar (`docs.js`, `docs.css`), bundled with Preact as `src/dashboard/ui/build.json` says (the
  *   sandbox bundles the same in memory when it runs from its sources).
  *
- * Heavy renderers and the certificate maker stay outside the bundle and load from node_modules on
- * first use; better-sqlite3 and workerpool are native or spawn files of their own.
+ * Heavy renderers stay outside the bundle and load from node_modules on first use; better-sqlite3
+ * and workerpool are native or spawn files of their own.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { builtinModules, createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { dirname, join, posix } from 'node:path';
+import { dirname, join, posix, resolve } from 'node:path';
 import { build } from 'esbuild';
 
+// pino is bundled (its files then come compiled from the code cache: about 10 ms of a start); it is
+// used without transports, whose worker files a bundle could not find.
 const EXTERNAL = [
   'workerpool',
   'better-sqlite3',
-  'pino',
   'pino-pretty',
   '@resvg/resvg-js',
   'pdf-lib',
   'bwip-js',
   'opentype.js',
-  'selfsigned',
 ];
 
 const pkg = JSON.parse(readFileSync('package.json', 'utf8'));
@@ -62,19 +62,11 @@ rmSync('dist', { recursive: true, force: true });
 await Promise.all([
   build({
     ...common,
-    entryPoints: { main: 'src/main.ts' },
-    format: 'esm',
-    splitting: true,
-    outdir: 'dist',
-    // Chunks beside main.js: code that finds files next to itself (the render worker) finds them.
-    chunkNames: '[name]-[hash]',
-    banner: {
-      js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
+    entryPoints: {
+      sandbox: 'src/main.ts',
+      'render-worker': 'src/labels/render/worker.ts',
+      index: PACKAGE_ENTRIES.index,
     },
-  }),
-  build({
-    ...common,
-    entryPoints: { 'render-worker': 'src/labels/render/worker.ts', index: PACKAGE_ENTRIES.index },
     format: 'cjs',
     outdir: 'dist',
     outExtension: { '.js': '.cjs' },
@@ -94,6 +86,26 @@ await Promise.all([
   }),
 ]);
 
+// The launcher reads the bundle as one-byte text (latin1 decodes 2 MB in a tenth of the time UTF-8
+// takes, and V8 keeps it in half the memory) when it is ASCII: esbuild escapes every other character
+// but those of comments, which are escaped here, as code units, as a string or a pattern would be.
+writeFileSync(
+  'dist/sandbox.cjs',
+  readFileSync('dist/sandbox.cjs', 'utf8').replace(
+    /[\u0080-\uffff]/g,
+    (unit) => `\\u${unit.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  ),
+);
+// The launcher names the bundle's caches by its content, so a cache never meets another build's code.
+const bundleHash = createHash('sha256').update(readFileSync('dist/sandbox.cjs')).digest('hex').slice(0, 16);
+await build({
+  ...common,
+  entryPoints: { main: 'src/launcher.ts' },
+  format: 'esm',
+  outdir: 'dist',
+  define: { ...common.define, SANDBOX_BUNDLE_HASH: JSON.stringify(bundleHash) },
+});
+
 for (const name of Object.keys(PACKAGE_ENTRIES)) {
   // Node finds the names to re-export in the CommonJS bundle itself (esbuild marks them for it).
   writeFileSync(join('dist', `${name}.js`), `export * from './${name}.cjs';\n`);
@@ -104,7 +116,49 @@ await build({
   outdir: 'dist/dashboard',
 });
 
+makeCodeCache();
+
 if (process.argv.includes('--declarations')) emitDeclarations();
+
+/**
+ * Starts the built command once (in memory, on free loopback ports, with a temporary folder of its
+ * own for the certificate) and has the launcher write the code compiled by the time it is ready to
+ * `dist/code-cache/`. It holds for this Node version only (V8 refuses it under any other, and the
+ * launcher then makes one of its own); without it the sandbox works the same, compiling as it starts.
+ */
+function makeCodeCache() {
+  const target = resolve('dist', 'code-cache', `${bundleHash}-${process.version}-${process.arch}.bin`);
+  const scratch = mkdtempSync(join(tmpdir(), 'shipping-sandbox-build-'));
+  // The sandbox's own settings in the environment (a port file, a host) are not this run's.
+  const env = Object.fromEntries(
+    Object.entries(process.env).filter(
+      ([name]) => !/^(SANDBOX_|HOST$|PORT$|HTTPS_PORT$|LOG_LEVEL$)/.test(name),
+    ),
+  );
+  try {
+    const run = spawnSync(
+      process.execPath,
+      ['dist/main.js', '--memory', '--port', '0', '--https-port', '0', '--log-level', 'silent'],
+      {
+        env: {
+          ...env,
+          TMPDIR: scratch,
+          TMP: scratch,
+          TEMP: scratch,
+          SANDBOX_CODE_CACHE_WRITE: target,
+        },
+        encoding: 'utf8',
+        timeout: 60_000,
+      },
+    );
+    if (run.status !== 0 || !existsSync(target))
+      process.stderr.write(
+        `build: no code cache made (the sandbox will compile as it starts): ${run.error?.message ?? run.stderr}\n`,
+      );
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
 
 /**
  * `tsc` writes the declarations of every file the entries reach (the server's too), into a temporary

@@ -15,9 +15,9 @@ import { type CommandLine, ConfigError, helpText, parseCommandLine, SETTINGS } f
 import { SANDBOX_VERSION } from './core/version.js';
 import type { RunningSandbox } from './server.js';
 
-// Node 22.1+ keeps the code it compiles on disk and reads it back at the next start: the server's
-// code (loaded below, on `serve`) then starts without being compiled again. Node 20 has no such
-// cache and starts compiling as it always did.
+// The bundle itself comes compiled from the launcher's code cache (src/launcher.ts). Node 22.1+ keeps
+// the code it compiles on disk too: this covers the packages loaded from node_modules (the logger,
+// SQLite's bindings, the label renderers). Node 20 has no such cache and compiles them.
 (nodeModule as { enableCompileCache?: () => unknown }).enableCompileCache?.();
 
 const version = SANDBOX_VERSION;
@@ -103,6 +103,9 @@ async function serve(args: string[]): Promise<void> {
   process.stdout.write(process.stdout.isTTY ? bannerText(info) : readyLine(info));
 
   onSignals(sandbox, logger, config.shutdownTimeoutMs, portFile);
+  // Tells the launcher (src/launcher.ts) that the code compiled by starting can be kept for the next
+  // start; its own event, as Node's typings know only Node's.
+  (process as NodeJS.EventEmitter).emit('shipping-sandbox:ready');
 }
 
 function onSignals(sandbox: RunningSandbox, logger: Logger, graceMs: number, portFile?: string): void {

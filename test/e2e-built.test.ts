@@ -13,8 +13,9 @@ import { ShipmentStore } from '../src/shipments/store.js';
 import { DEFAULT_KEY, shipmentRequest } from './helpers.js';
 
 /**
- * The built command (`dist/main.js` and the chunks it loads), as `npm start` runs it: the rest of the
- * suite runs `src/`, so this is where the bundle is proven. `npm test` builds before it runs the tests.
+ * The built command (`dist/main.js`, the launcher, and the bundle it loads through V8's code cache), as
+ * `npm start` runs it: the rest of the suite runs `src/`, so this is where the bundle is proven.
+ * `npm test` builds before it runs the tests.
  */
 const scratch = mkdtempSync(join(tmpdir(), 'sandbox-built-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
@@ -22,9 +23,9 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 async function start(
   dataDir: string,
   extraArgs: string[] = [],
+  env: NodeJS.ProcessEnv = {},
 ): Promise<{ child: ChildProcessWithoutNullStreams; origin: string; stderr: () => string }> {
-  // Its own TMPDIR: on Node 22.1+ the first start compiles and writes the compile cache there, the
-  // second reads it (Node 20 has none: both compile).
+  // Its own TMPDIR: nothing kept by another start (a certificate, a code cache) is used.
   const child = spawn(
     'node',
     [
@@ -40,7 +41,7 @@ async function start(
       ...extraArgs,
     ],
     {
-      env: { ...process.env, TMPDIR: scratch },
+      env: { ...process.env, TMPDIR: scratch, ...env },
       stdio: 'pipe',
     },
   );
@@ -67,37 +68,37 @@ async function stop(child: ChildProcessWithoutNullStreams) {
 }
 
 describe('the built command', () => {
-  it.each(['first start (compiles)', 'second start (from the compile cache on Node 22.1+)'])(
-    'creates a label and renders its PDF: %s',
-    async (round) => {
-      expect(existsSync('dist/main.js'), 'npm test builds dist/ first').toBe(true);
-      const { child, origin, stderr } = await start(join(scratch, `data-${round.length}`));
-      try {
-        const headers = { authorization: `Bearer ${DEFAULT_KEY}`, 'content-type': 'application/json' };
-        const shipment = (await (
-          await fetch(`${origin}/v1/shipments`, {
-            method: 'POST',
-            headers,
-            body: JSON.stringify(shipmentRequest({ carrier: 'ups' })),
-          })
-        ).json()) as { id: string };
-        const label = (await (
-          await fetch(`${origin}/v1/labels`, {
-            method: 'POST',
-            headers,
-            body: JSON.stringify({ shipment_id: shipment.id }),
-          })
-        ).json()) as { id: string };
-        const file = await fetch(`${origin}/v1/labels/${label.id}/download`, { headers });
-        expect(file.status).toBe(200);
-        const pdf = await PDFDocument.load(new Uint8Array(await file.arrayBuffer()));
-        expect(pdf.getPage(0).getSize()).toEqual({ width: 288, height: 432 });
-        expect(stderr()).toBe('');
-      } finally {
-        await stop(child);
-      }
-    },
-  );
+  it.each([
+    ['compiling the bundle', { SANDBOX_CODE_CACHE: 'off' }],
+    ["from the build's code cache", {}],
+  ])('creates a label and renders its PDF: %s', async (round, env) => {
+    expect(existsSync('dist/main.js'), 'npm test builds dist/ first').toBe(true);
+    const { child, origin, stderr } = await start(join(scratch, `data-${round.length}`), [], env);
+    try {
+      const headers = { authorization: `Bearer ${DEFAULT_KEY}`, 'content-type': 'application/json' };
+      const shipment = (await (
+        await fetch(`${origin}/v1/shipments`, {
+          method: 'POST',
+          headers,
+          body: JSON.stringify(shipmentRequest({ carrier: 'ups' })),
+        })
+      ).json()) as { id: string };
+      const label = (await (
+        await fetch(`${origin}/v1/labels`, {
+          method: 'POST',
+          headers,
+          body: JSON.stringify({ shipment_id: shipment.id }),
+        })
+      ).json()) as { id: string };
+      const file = await fetch(`${origin}/v1/labels/${label.id}/download`, { headers });
+      expect(file.status).toBe(200);
+      const pdf = await PDFDocument.load(new Uint8Array(await file.arrayBuffer()));
+      expect(pdf.getPage(0).getSize()).toEqual({ width: 288, height: 432 });
+      expect(stderr()).toBe('');
+    } finally {
+      await stop(child);
+    }
+  });
 
   it('prints its version and help, and its control commands drive a running sandbox', async () => {
     const version = (JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version;

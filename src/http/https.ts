@@ -1,11 +1,10 @@
 import { createPrivateKey, type KeyObject, X509Certificate } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { isIP } from 'node:net';
 import { hostname, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { ConfigError } from '../core/errors.js';
+import { ipVersion, selfSignedCertificate } from './certificate.js';
 
 /** Where the certificate comes from: the flags' pair, or the one kept for this data directory. */
 export interface TlsOptions {
@@ -81,7 +80,9 @@ const DNS_NAME =
 /** The names of `names` that the certificate is not valid for. */
 export function namesNotCovered(certificate: X509Certificate, names: readonly string[]): string[] {
   return names.filter((name) =>
-    isIP(name) === 0 ? certificate.checkHost(name) === undefined : certificate.checkIP(name) === undefined,
+    ipVersion(name) === 0
+      ? certificate.checkHost(name) === undefined
+      : certificate.checkIP(name) === undefined,
   );
 }
 
@@ -235,43 +236,22 @@ async function generateInto(
 
 /**
  * A self-signed certificate for `names` (by default `localhost`, `127.0.0.1` and `::1`), addresses as
- * IP entries and the rest as DNS names. P-256 keys take milliseconds to make, where RSA takes a
- * quarter of a second. It is an end-entity certificate (not a CA): Firefox refuses a CA certificate
- * as a server's, and every client accepts a self-signed leaf as its own trust anchor. The validity
- * starts a day back so a client whose clock lags still accepts it.
+ * IP entries and the rest as DNS names. P-256 keys take a fraction of a millisecond to make, where RSA
+ * takes a quarter of a second. It is an end-entity certificate (not a CA): Firefox refuses a CA
+ * certificate as a server's, and every client accepts a self-signed leaf as its own trust anchor. The
+ * validity starts a day back so a client whose clock lags still accepts it.
  */
 export async function generateLocalhostCertificate(
   now: number = Date.now(),
   names: readonly string[] = LOOPBACK_NAMES,
 ): Promise<{ cert: string; key: string }> {
-  // Loaded only when a certificate is made: most starts reuse the kept one.
-  // By `require` (it is CommonJS): the bundled server has no dynamic `import()` to offer.
-  const { generate } = createRequire(import.meta.url)('selfsigned') as typeof import('selfsigned');
-  const pems = await generate(
-    [
-      { name: 'commonName', value: 'localhost' },
-      { name: 'organizationName', value: 'Shipping Sandbox' },
-    ],
-    {
-      keyType: 'ec',
-      curve: 'P-256',
-      algorithm: 'sha256',
-      notBeforeDate: new Date(now - DAY_MS),
-      notAfterDate: new Date(now + VALIDITY_DAYS * DAY_MS),
-      extensions: [
-        { name: 'basicConstraints', cA: false, critical: true },
-        { name: 'keyUsage', digitalSignature: true, critical: true },
-        { name: 'extKeyUsage', serverAuth: true },
-        {
-          name: 'subjectAltName',
-          altNames: names.map((name) =>
-            isIP(name) === 0 ? { type: 2, value: name } : { type: 7, ip: name },
-          ),
-        },
-      ],
-    },
-  );
-  return { cert: pems.cert, key: pems.private };
+  return selfSignedCertificate({
+    commonName: 'localhost',
+    organization: 'Shipping Sandbox',
+    names,
+    notBefore: new Date(now - DAY_MS),
+    notAfter: new Date(now + VALIDITY_DAYS * DAY_MS),
+  });
 }
 
 const WILDCARD = new Set(['0.0.0.0', '::']);
@@ -285,10 +265,10 @@ export function httpsOriginHost(boundAddress: string, certificate: X509Certifica
   const local = WILDCARD.has(boundAddress) || boundAddress === '::1' || boundAddress.startsWith('127.');
   const address = WILDCARD.has(boundAddress) ? '127.0.0.1' : boundAddress;
   if (local && certificate.checkHost('localhost') !== undefined) return 'localhost';
-  if (isIP(address) !== 0 && certificate.checkIP(address) !== undefined) return hostOf(address);
+  if (ipVersion(address) !== 0 && certificate.checkIP(address) !== undefined) return hostOf(address);
   // A given certificate for another name (sandbox.test, say): the client must reach it by that name.
   const dnsName = /(?:^|, )DNS:([^,*\s]+)/.exec(certificate.subjectAltName ?? '')?.[1];
   return dnsName ?? hostOf(address);
 }
 
-const hostOf = (address: string): string => (isIP(address) === 6 ? `[${address}]` : address);
+const hostOf = (address: string): string => (ipVersion(address) === 6 ? `[${address}]` : address);

@@ -1,0 +1,112 @@
+import { isAscii } from 'node:buffer';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+
+/**
+ * The launcher (`dist/main.js`, src/launcher.ts) and the code cache the build keeps in
+ * `dist/code-cache/`: which cache a start reads, and when it makes one of its own. `NODE_DEBUG` has
+ * the launcher say so on stderr. `npm test` builds before it runs the tests.
+ */
+const scratch = mkdtempSync(join(tmpdir(), 'sandbox-launcher-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+/** A V8 flag that changes nothing the sandbox does, but makes V8 refuse a cache made without it. */
+const OTHER_V8_FLAGS = ['--max-lazy'];
+
+const SERVE = ['--memory', '--port', '0', '--https-port', '0', '--log-level', 'warn'];
+
+interface Run {
+  stdout: string;
+  stderr: string;
+  /** The launcher's lines (NODE_DEBUG), without their `SHIPPING-SANDBOX <pid>:` prefix. */
+  launcher: string[];
+}
+
+/**
+ * Runs the built command with `TMPDIR` as given. A serving command is stopped (SIGTERM) once `until`
+ * matches its output; any other runs to its end.
+ */
+function run(
+  nodeArgs: string[],
+  args: string[],
+  options: { tmp: string; env?: NodeJS.ProcessEnv; until?: RegExp },
+): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('node', [...nodeArgs, 'dist/main.js', ...args], {
+      env: { ...process.env, TMPDIR: options.tmp, NODE_DEBUG: 'shipping-sandbox', ...options.env },
+      stdio: 'pipe',
+    });
+    let stdout = '';
+    let stderr = '';
+    const stopWhenDone = () => {
+      if (options.until?.test(stdout + stderr)) child.kill('SIGTERM');
+    };
+    child.stdout.on('data', (chunk) => {
+      stdout += String(chunk);
+      stopWhenDone();
+    });
+    child.stderr.on('data', (chunk) => {
+      stderr += String(chunk);
+      stopWhenDone();
+    });
+    child.once('error', reject);
+    child.once('exit', () =>
+      resolve({
+        stdout,
+        stderr,
+        launcher: [...stderr.matchAll(/^SHIPPING-SANDBOX \d+: (.*)$/gm)].map((match) => match[1] as string),
+      }),
+    );
+  });
+}
+
+const freshTmp = () => mkdtempSync(join(scratch, 'tmp-'));
+const version = (JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version;
+
+describe('the launcher', () => {
+  it("reads the build's code cache, made for this Node version", async () => {
+    expect(existsSync('dist/main.js'), 'npm test builds dist/ first').toBe(true);
+    expect(readdirSync('dist/code-cache').some((name) => name.includes(`-${process.version}-`))).toBe(true);
+    // In ASCII, so that it is read as one-byte text.
+    expect(isAscii(readFileSync('dist/sandbox.cjs'))).toBe(true);
+    const tmp = freshTmp();
+    const { stdout, launcher } = await run([], ['--version'], { tmp });
+    expect(stdout).toBe(`${version}\n`);
+    expect(launcher).toEqual([expect.stringMatching(/^code cache accepted \(\d+ bytes\)$/)]);
+    // A start that the build's cache serves keeps nothing of its own.
+    const served = await run([], SERVE, { tmp, until: /"ready":true/ });
+    expect(served.launcher).toEqual([expect.stringMatching(/^code cache accepted/)]);
+    expect(readdirSync(tmp).filter((name) => name.includes('code-cache'))).toEqual([]);
+  });
+
+  it("makes a cache of its own once ready when V8 refuses the build's, and reads it next time", async () => {
+    const tmp = freshTmp();
+    const first = await run(OTHER_V8_FLAGS, SERVE, { tmp, until: /code cache (written|not written)/ });
+    expect(first.stdout).toMatch(/"ready":true/);
+    expect(first.launcher).toEqual([
+      expect.stringMatching(/^code cache rejected/),
+      expect.stringMatching(/^code cache written to .*shipping-sandbox-code-cache-/),
+    ]);
+    const second = await run(OTHER_V8_FLAGS, ['--version'], { tmp });
+    expect(second.stdout).toBe(`${version}\n`);
+    expect(second.launcher).toEqual([expect.stringMatching(/^code cache accepted/)]);
+    // A start without the flag still reads the build's cache: the other one is named by its flags.
+    const plain = await run([], ['--version'], { tmp });
+    expect(plain.stdout).toBe(`${version}\n`);
+    expect(plain.launcher).toEqual([expect.stringMatching(/^code cache accepted/)]);
+  });
+
+  it('compiles without a cache and keeps none with SANDBOX_CODE_CACHE=off', async () => {
+    const tmp = freshTmp();
+    const served = await run(OTHER_V8_FLAGS, SERVE, {
+      tmp,
+      env: { SANDBOX_CODE_CACHE: 'off' },
+      until: /"ready":true|code cache (written|not written)/,
+    });
+    expect(served.launcher).toEqual(['code cache off']);
+    expect(readdirSync(tmp).filter((name) => name.includes('code-cache'))).toEqual([]);
+  });
+});
