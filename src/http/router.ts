@@ -222,6 +222,9 @@ export const idParam = (example?: string) =>
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
 
+/** The header as `c.json` names it, for answers that `c.json` used to send: the same bytes on the wire. */
+export const C_JSON_HEADERS = { 'Content-Type': 'application/json' };
+
 /**
  * Answers JSON text that was serialised once already (for the event that carries the same object),
  * typed for the route like `c.json`'s answer: the text is exactly what `c.json` would have sent.
@@ -230,7 +233,8 @@ export function sendJsonText<T, S extends ContentfulStatusCode>(
   c: Context,
   text: JsonText<T>,
   status: S,
+  headers: Readonly<Record<string, string>> = JSON_HEADERS,
 ): Response & TypedResponse<JSONParsed<T>, S, 'json'> {
   // Only the phantom type differs from `c.json`'s answer: the bytes are the same.
-  return c.body(text, status, JSON_HEADERS) as unknown as Response & TypedResponse<JSONParsed<T>, S, 'json'>;
+  return c.body(text, status, headers) as unknown as Response & TypedResponse<JSONParsed<T>, S, 'json'>;
 }

@@ -4,6 +4,7 @@ import {
   apiErrors,
   apiResponse,
   BEARER_SECURITY,
+  C_JSON_HEADERS,
   createRouter,
   ErrorCodes,
   idParam,
@@ -18,7 +19,6 @@ import {
   ShipmentSchema,
 } from './schema.js';
 import type { ShipmentService } from './service.js';
-import { presentShipment } from './store.js';
 
 const IdParam = idParam('shp_01JD…');
 const security = BEARER_SECURITY;
@@ -68,7 +68,7 @@ export function shipmentRoutes(shipments: ShipmentService) {
         ...apiErrors(...ErrorCodes.query),
       },
     }),
-    (c) => c.json(shipments.list(c.get('caller'), c.req.query()), 200),
+    (c) => sendJsonText(c, shipments.list(c.get('caller'), c.req.query()), 200, C_JSON_HEADERS),
   );
 
   router.openapi(
@@ -86,7 +86,7 @@ export function shipmentRoutes(shipments: ShipmentService) {
         ...apiErrors(...ErrorCodes.lookup),
       },
     }),
-    (c) => c.json(presentShipment(shipments.get(c.get('caller'), c.req.valid('param').id)), 200),
+    (c) => sendJsonText(c, shipments.getJson(c.get('caller'), c.req.valid('param').id), 200, C_JSON_HEADERS),
   );
 
   router.openapi(
