@@ -53,7 +53,7 @@ function readCapped(incoming: NonNullable<AppEnv['Bindings']['incoming']>, max: 
     const onData = (chunk: Buffer) => {
       size += chunk.length;
       if (size > max) {
-        incoming.off('data', onData);
+        stopListening();
         // Drained, not read: the answer can still go out on this connection.
         incoming.resume();
         resolve(undefined);
@@ -61,12 +61,27 @@ function readCapped(incoming: NonNullable<AppEnv['Bindings']['incoming']>, max: 
       }
       chunks.push(chunk);
     };
+    const onEnd = () => {
+      stopListening();
+      resolve(Buffer.concat(chunks).toString('utf8'));
+    };
+    // Node reports a connection lost mid-body as an `aborted` error, then `close`. `close` also comes
+    // after a body that arrived whole, once the answer is sent: by then nothing listens, so no error
+    // (with its stack trace) is made for a request that went well.
+    const onLost = () => {
+      stopListening();
+      reject(clientClosedRequest());
+    };
+    function stopListening() {
+      incoming.off('data', onData);
+      incoming.off('end', onEnd);
+      incoming.off('error', onLost);
+      incoming.off('close', onLost);
+    }
     incoming.on('data', onData);
-    incoming.once('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    // Node reports a connection lost mid-body as an `aborted` error, then `close`; a settled promise
-    // ignores whichever comes second, and `close` after `end` changes nothing.
-    incoming.once('error', () => reject(clientClosedRequest()));
-    incoming.once('close', () => reject(clientClosedRequest()));
+    incoming.once('end', onEnd);
+    incoming.once('error', onLost);
+    incoming.once('close', onLost);
   });
 }
 
