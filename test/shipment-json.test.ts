@@ -1,16 +1,20 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_ACCOUNT } from '../src/accounts/default-account.js';
+import { testConfig } from '../src/config.js';
 import { END_OF_TIME } from '../src/core/time.js';
 import { openDatabase } from '../src/db/database.js';
 import { MIGRATIONS } from '../src/db/migrations.js';
+import { type RunningSandbox, startServer } from '../src/server.js';
 import type { ShipmentStatus } from '../src/shipments/schema.js';
 import { presentShipment, type ShipmentRecord, ShipmentStore } from '../src/shipments/store.js';
 import {
   createTestSandbox,
+  DEFAULT_KEY,
   PARCEL,
   shipmentRequest,
   type TestSandbox,
@@ -282,6 +286,69 @@ describe('the migration that keeps JSON with each shipment', () => {
       });
     } finally {
       db.close();
+    }
+  });
+});
+
+describe('API answers on the wire', () => {
+  /** The header lines of an answer, values of the ones that change per request left out. */
+  async function headerLines(origin: string, method: string, path: string, body?: string): Promise<string[]> {
+    const { hostname, port } = new URL(origin);
+    const socket = connect(Number(port), hostname);
+    const lines = [
+      `${method} ${path} HTTP/1.1`,
+      `Host: ${hostname}:${port}`,
+      `Authorization: Bearer ${DEFAULT_KEY}`,
+      'Content-Type: application/json',
+      'Connection: close',
+      ...(body === undefined ? [] : [`Content-Length: ${Buffer.byteLength(body)}`]),
+    ];
+    socket.end(`${lines.join('\r\n')}\r\n\r\n${body ?? ''}`);
+    let answer = '';
+    for await (const chunk of socket) answer += chunk;
+    return answer
+      .slice(0, answer.indexOf('\r\n\r\n'))
+      .split('\r\n')
+      .map((line) => line.replace(/^(X-RateLimit-\w+|Date|Content-Length): .*/, '$1: …'));
+  }
+
+  it('go out with the same header lines, whether a route sends JSON text or Hono serialises it', async () => {
+    const sandbox = (await startServer(testConfig(), undefined, { https: false })) as RunningSandbox;
+    try {
+      const created = await headerLines(
+        sandbox.origin,
+        'POST',
+        '/v1/shipments',
+        JSON.stringify(shipmentRequest()),
+      );
+      const serialisedByHono = await headerLines(sandbox.origin, 'GET', '/v1/webhooks');
+      const form = [
+        'X-RateLimit-Limit: …',
+        'X-RateLimit-Remaining: …',
+        'X-RateLimit-Reset: …',
+        'content-type: application/json',
+        'Content-Length: …',
+        'Date: …',
+        'Connection: close',
+      ];
+      expect(serialisedByHono).toEqual(['HTTP/1.1 200 OK', ...form]);
+      expect(created).toEqual(['HTTP/1.1 201 Created', ...form]);
+      expect(await headerLines(sandbox.origin, 'GET', '/v1/shipments')).toEqual(['HTTP/1.1 200 OK', ...form]);
+      const list = await fetch(`${sandbox.origin}/v1/shipments`, {
+        headers: { authorization: `Bearer ${DEFAULT_KEY}` },
+      });
+      const { id } = ((await list.json()) as { data: { id: string }[] }).data[0] as { id: string };
+      expect(await headerLines(sandbox.origin, 'GET', `/v1/shipments/${id}`)).toEqual([
+        'HTTP/1.1 200 OK',
+        ...form,
+      ]);
+      // HEAD answers what the GET would, without a body or its length.
+      expect(await headerLines(sandbox.origin, 'HEAD', `/v1/shipments/${id}`)).toEqual([
+        'HTTP/1.1 200 OK',
+        ...form.filter((line) => !line.startsWith('Content-Length')),
+      ]);
+    } finally {
+      await sandbox.close();
     }
   });
 });

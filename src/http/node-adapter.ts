@@ -1,5 +1,6 @@
 import { TLSSocket } from 'node:tls';
 import type { Context } from 'hono';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { ApiError } from '../core/errors.js';
 import type { AppEnv } from './context.js';
 
@@ -107,6 +108,31 @@ export function presetHeaders(c: NodeContext, headers: Readonly<Record<string, s
     else c.header(name, value);
   }
 }
+
+/** Answers built by `answerApiJsonText` on Node's server: already in the form API answers go out in. */
+const inApiWireForm = new WeakSet<Response>();
+
+/**
+ * JSON text as the answer to an API request, in the form every API answer has gone out in: the
+ * request journal reads each answer's headers, which turns them into a web `Headers` object that the
+ * adapter copies back out lower-cased, with the length written out after them. Built in that form
+ * here, on Node's server, the answer is marked so that the journal leaves its headers alone: the round
+ * trip through `Headers` was measured at 9 µs a request. In-process calls get Hono's own answer.
+ */
+export function answerApiJsonText(c: NodeContext, text: string, status: ContentfulStatusCode): Response {
+  // Hono answers HEAD by copying the GET's answer into a bodiless one, whose length is none of ours.
+  if (!c.env?.outgoing || c.req.method === 'HEAD')
+    return c.body(text, status, { 'content-type': 'application/json' });
+  const response = new Response(text, {
+    status,
+    headers: { 'content-type': 'application/json', 'Content-Length': String(Buffer.byteLength(text)) },
+  });
+  inApiWireForm.add(response);
+  return response;
+}
+
+/** Whether `answerApiJsonText` built the answer: its headers need no reading (they hold no Retry-After). */
+export const isInApiWireForm = (response: Response): boolean => inApiWireForm.has(response);
 
 /** Cuts the connection without an answer (an injected fault). In-process there is nothing to cut. */
 export function dropConnection(c: NodeContext): void {

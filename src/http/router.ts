@@ -5,6 +5,7 @@ import type { JSONParsed } from 'hono/utils/types';
 import { ERROR_CODES, type ErrorCode } from '../core/error-codes.js';
 import type { JsonText } from '../core/json.js';
 import type { AppEnv } from './context.js';
+import { answerApiJsonText } from './node-adapter.js';
 import { validationError } from './validation.js';
 
 export type Router = OpenAPIHono<AppEnv>;
@@ -237,4 +238,16 @@ export function sendJsonText<T, S extends ContentfulStatusCode>(
 ): Response & TypedResponse<JSONParsed<T>, S, 'json'> {
   // Only the phantom type differs from `c.json`'s answer: the bytes are the same.
   return c.body(text, status, headers) as unknown as Response & TypedResponse<JSONParsed<T>, S, 'json'>;
+}
+
+/**
+ * `sendJsonText` for the API's routes (`/v1`), whose answers the request journal sees: the same
+ * bytes, built in the form they go out in (see `answerApiJsonText`).
+ */
+export function sendApiJsonText<T, S extends ContentfulStatusCode>(
+  c: Context,
+  text: JsonText<T>,
+  status: S,
+): Response & TypedResponse<JSONParsed<T>, S, 'json'> {
+  return answerApiJsonText(c, text, status) as Response & TypedResponse<JSONParsed<T>, S, 'json'>;
 }

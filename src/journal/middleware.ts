@@ -5,6 +5,7 @@ import { ApiError } from '../core/errors.js';
 import { newId } from '../core/ids.js';
 import { bearerKey } from '../http/auth.js';
 import type { AppEnv } from '../http/context.js';
+import { isInApiWireForm } from '../http/node-adapter.js';
 import type { RequestJournal } from './journal.js';
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
@@ -43,7 +44,11 @@ export function journalRequests(journal: RequestJournal, deps: JournalDeps): Mid
         const url = c.req.url;
         const queryStart = url.indexOf('?');
         const status = c.get('dropped') ? 0 : c.res.status;
-        const retryAfter = Number(c.res.headers.get('retry-after') ?? Number.NaN);
+        // Reading an answer's headers is what has given API answers their form on the wire (see
+        // answerApiJsonText); an answer built in that form already carries no Retry-After.
+        const retryAfter = isInApiWireForm(c.res)
+          ? Number.NaN
+          : Number(c.res.headers.get('retry-after') ?? Number.NaN);
         journal.record(who.accountId, {
           id: newId('req', who.now),
           method: c.req.method,

@@ -4,12 +4,11 @@ import {
   apiErrors,
   apiResponse,
   BEARER_SECURITY,
-  C_JSON_HEADERS,
   createRouter,
   ErrorCodes,
   idParam,
   jsonBody,
-  sendJsonText,
+  sendApiJsonText,
 } from '../http/router.js';
 import {
   CancelledShipmentSchema,
@@ -50,7 +49,7 @@ export function shipmentRoutes(shipments: ShipmentService) {
         ),
       },
     }),
-    (c) => sendJsonText(c, shipments.create(c.get('caller'), c.req.valid('json')), 201),
+    (c) => sendApiJsonText(c, shipments.create(c.get('caller'), c.req.valid('json')), 201),
   );
 
   router.openapi(
@@ -68,7 +67,7 @@ export function shipmentRoutes(shipments: ShipmentService) {
         ...apiErrors(...ErrorCodes.query),
       },
     }),
-    (c) => sendJsonText(c, shipments.list(c.get('caller'), c.req.query()), 200, C_JSON_HEADERS),
+    (c) => sendApiJsonText(c, shipments.list(c.get('caller'), c.req.valid('query')), 200),
   );
 
   router.openapi(
@@ -86,7 +85,7 @@ export function shipmentRoutes(shipments: ShipmentService) {
         ...apiErrors(...ErrorCodes.lookup),
       },
     }),
-    (c) => sendJsonText(c, shipments.getJson(c.get('caller'), c.req.valid('param').id), 200, C_JSON_HEADERS),
+    (c) => sendApiJsonText(c, shipments.getJson(c.get('caller'), c.req.valid('param').id), 200),
   );
 
   router.openapi(
@@ -104,7 +103,7 @@ export function shipmentRoutes(shipments: ShipmentService) {
         ...apiErrors(...ErrorCodes.lookup, 'shipment_not_cancellable', ...ErrorCodes.write),
       },
     }),
-    (c) => sendJsonText(c, shipments.cancel(c.get('caller'), c.req.valid('param').id), 200),
+    (c) => sendApiJsonText(c, shipments.cancel(c.get('caller'), c.req.valid('param').id), 200),
   );
 
   return router;
