@@ -24,6 +24,9 @@ export function readBodyText(c: NodeContext, max: number): Promise<string | unde
   return incoming ? readCapped(incoming, max) : readThroughHono(c, max);
 }
 
+/** Each request's body as read, and parsed, by the sandbox: for the steps that take it as it is. */
+const bodies = new WeakMap<NodeContext, { text: string; parsed?: { value: unknown } }>();
+
 /**
  * Hands the body text, read once from the socket, to Hono: `c.req.text()` answers it from Hono's body
  * cache. The cache holds promises at run time although its type names the resolved values, hence the
@@ -31,6 +34,7 @@ export function readBodyText(c: NodeContext, max: number): Promise<string | unde
  */
 export function handBodyTextToHono(c: NodeContext, text: string): void {
   (c.req.bodyCache as { text?: Promise<string> }).text = Promise.resolve(text);
+  bodies.set(c, { text });
 }
 
 /**
@@ -40,7 +44,14 @@ export function handBodyTextToHono(c: NodeContext, text: string): void {
 export function handParsedBodyToHono(c: NodeContext, text: string, parsed: unknown): void {
   handBodyTextToHono(c, text);
   c.req.json = <T>() => Promise.resolve(parsed as T);
+  (bodies.get(c) as { parsed?: { value: unknown } }).parsed = { value: parsed };
 }
+
+/** The body text handed to Hono, at once (Hono's `c.req.text()` answers it through a promise). */
+export const bodyTextOf = (c: NodeContext): string | undefined => bodies.get(c)?.text;
+
+/** The parsed body handed to Hono's validators, at once; undefined when none was. */
+export const parsedBodyOf = (c: NodeContext): { value: unknown } | undefined => bodies.get(c)?.parsed;
 
 async function readThroughHono(c: NodeContext, max: number): Promise<string | undefined> {
   const bytes = new Uint8Array(await c.req.raw.arrayBuffer());
