@@ -19,6 +19,7 @@ import { EventStore } from './events/store.js';
 import { injectFaults } from './faults/middleware.js';
 import { faultsModule } from './faults/module.js';
 import { FaultStore } from './faults/store.js';
+import { ApiMount } from './http/api-mount.js';
 import { authenticate } from './http/auth.js';
 import { readBody, requireJsonObjectBody } from './http/body.js';
 import type { AppEnv } from './http/context.js';
@@ -223,8 +224,8 @@ export function createSandbox({
   accounts.seedDefaultAccount();
 
   const app = new OpenAPIHono<AppEnv>();
-  app.onError(errorHandler(logger));
-  app.notFound(methodNotAllowedOrRouteNotFound(() => app.routes));
+  const onError = errorHandler(logger);
+  app.onError(onError);
   // Checked once: a middleware that only decides not to log still costs every request a step (the
   // benchmark runs at `warn` for that reason).
   if (logger.isLevelEnabled('info')) app.use('*', logRequests(logger));
@@ -232,28 +233,33 @@ export function createSandbox({
   app.openapi(HEALTH_ROUTE, (c) => c.json({ status: 'ok' as const }, 200));
 
   const auth = authenticate((key) => accounts.resolveKey(key));
-  // Mounted only in strict mode: every middleware is a step of every request.
-  if (config.strictHttps) app.use('/v1/*', requireHttps(config));
   // Order matters: the body is read first (an oversized one is refused before anything else); the
   // journal sees every outcome after that (a revoked key's refusal included), then who is calling,
   // the limits count the request, faults may take it over, and only then is the body checked for
-  // its route.
-  app.use(
-    '/v1/*',
-    readBody,
-    journalRequests(journal, { realNow, revokedKeyOf: (key) => accounts.revokedKeyOf(key) }),
-    auth,
-    rateLimit(rateLimiter, (caller) => accounts.limitsOf(caller), realNow),
-    injectFaults(faults),
-    requireJsonObjectBody,
+  // its route. Strict HTTPS comes before all, and only in strict mode: every step is a step of
+  // every request.
+  const api = new ApiMount(
+    app,
+    API_VERSION_PREFIX,
+    [
+      ...(config.strictHttps ? [requireHttps(config)] : []),
+      readBody,
+      journalRequests(journal, { realNow, revokedKeyOf: (key) => accounts.revokedKeyOf(key) }),
+      auth,
+      rateLimit(rateLimiter, (caller) => accounts.limitsOf(caller), realNow),
+      injectFaults(faults),
+      requireJsonObjectBody,
+    ],
+    onError,
   );
+  app.notFound(api.notFound(methodNotAllowedOrRouteNotFound(() => app.routes)));
   app.use('/_sandbox/*', readBody);
   // Controls that take no key are mounted before the key is checked: they check what they need.
   for (const module of modules) if (module.openControls) app.route('/_sandbox', module.openControls);
   app.use('/_sandbox/*', auth, requireJsonObjectBody);
 
   for (const module of modules) {
-    if (module.api) app.route(API_VERSION_PREFIX, module.api);
+    if (module.api) api.route(module.api);
     if (module.controls) app.route('/_sandbox', module.controls);
     for (const [path, router] of Object.entries(module.mounts ?? {})) app.route(path, router);
   }

@@ -2,11 +2,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_ACCOUNT } from '../src/accounts/default-account.js';
 import { MAGIC_ADDRESS_VALUES } from '../src/addresses/verification.js';
 import { testConfig } from '../src/config.js';
 import { quoteAll } from '../src/rates/pricing.js';
 import { startServer } from '../src/server.js';
 import type { Shipment } from '../src/shipments/schema.js';
+import type { ShipmentRecord } from '../src/shipments/store.js';
 import {
   createTestSandbox,
   DEFAULT_KEY,
@@ -846,13 +848,14 @@ describe('DELETE /v1/shipments/:id', () => {
     expect(await events(sandbox, 'shipment.cancelled')).toHaveLength(1);
   });
 
-  it.each(['in_transit', 'delivered'])(
+  it.each(['in_transit', 'delivered'] as const)(
     'answers 422 shipment_not_cancellable to a %s shipment and leaves it alone',
     async (status) => {
       const sandbox = createTestSandbox();
       const shipment = await create(sandbox);
       // Tracking moves shipments there; setting the status directly keeps this test about the cancel rule.
-      sandbox.db.prepare('UPDATE shipments SET status = ? WHERE id = ?').run(status, shipment.id);
+      const store = sandbox.stores.shipments;
+      store.setStatus(store.find(DEFAULT_ACCOUNT.id, shipment.id) as ShipmentRecord, status);
 
       expectError(
         await sandbox.call('DELETE', `/v1/shipments/${shipment.id}`),

@@ -10,6 +10,7 @@ import { MIGRATIONS } from '../src/db/migrations.js';
 import { packBody, storedBody, unpackBody } from '../src/events/packing.js';
 import { EVENT_TYPES } from '../src/events/schema.js';
 import { EventStore } from '../src/events/store.js';
+import type { ShipmentList } from '../src/shipments/schema.js';
 import { ShipmentService } from '../src/shipments/service.js';
 import { ShipmentStore } from '../src/shipments/store.js';
 import { createTestSandbox, PARCEL, US_DESTINATION, US_ORIGIN } from './helpers.js';
@@ -185,7 +186,7 @@ describe('schema 7 (smaller indexes)', () => {
     const store = new ShipmentStore(db);
     const carriers = ['usps', 'ups', 'fedex', 'dhl_express'];
     for (let i = 0; i < count; i++) {
-      const record = store.insert({
+      const { record } = store.insert({
         id: `shp_${String(i).padStart(8, '0')}`,
         accountId,
         status: 'created',
@@ -201,6 +202,25 @@ describe('schema 7 (smaller indexes)', () => {
       if (i % 7 === 0) store.setStatus(record, 'cancelled', record.createdAt);
     }
     return { accountId, store };
+  }
+
+  /** The same in the columns shipments had before their JSON was kept with them (schemas 1 to 12). */
+  function seedOldShipments(db: Database.Database, count: number) {
+    const accountId = 'acct_storage';
+    db.prepare(
+      `INSERT INTO accounts (id, name, plan, created_at, clock_anchor_real, clock_anchor_virtual, clock_speed)
+       VALUES (?, 'storage', 'growth', ?, ?, ?, 1)`,
+    ).run(accountId, T0, T0, T0);
+    const insert = db.prepare(
+      `INSERT INTO shipments (id, account_id, status, carrier, service, rate_amount, rate_currency,
+         from_address, to_address, parcel, reference, created_at)
+       VALUES (?, ?, 'created', 'ups', 'ground', '10.00', 'USD', ?, ?, ?, NULL, ?)`,
+    );
+    for (let i = 0; i < count; i++) {
+      const [from, to, parcel] = [US_ORIGIN, US_DESTINATION, PARCEL].map((value) => JSON.stringify(value));
+      insert.run(`shp_${String(i).padStart(8, '0')}`, accountId, from, to, parcel, T0 + Math.floor(i / 3));
+    }
+    return { accountId };
   }
 
   it('lists newest first through an index, for every filter, with and without a cursor', () => {
@@ -237,7 +257,7 @@ describe('schema 7 (smaller indexes)', () => {
       const seen: string[] = [];
       let cursor: string | undefined;
       do {
-        const page = shipments.list(actor, { ...filter, limit: '100', cursor });
+        const page = JSON.parse(shipments.list(actor, { ...filter, limit: '100', cursor })) as ShipmentList;
         seen.push(...page.data.map((s) => s.id));
         expect(page.meta.total).toBe(expected.length);
         cursor = page.meta.cursor ?? undefined;
@@ -245,7 +265,9 @@ describe('schema 7 (smaller indexes)', () => {
       expect(seen).toEqual(expected);
     }
 
-    const lists = [...new Set(prepared.filter((sql) => sql.startsWith('SELECT * FROM shipments')))];
+    const lists = [
+      ...new Set(prepared.filter((sql) => /^SELECT [\w, ]+ FROM shipments WHERE account_id/.test(sql))),
+    ];
     expect(lists.length).toBeGreaterThanOrEqual(8);
     for (const sql of lists) {
       const plan = (
@@ -259,7 +281,9 @@ describe('schema 7 (smaller indexes)', () => {
         }) as { detail: string }[]
       ).map((step) => step.detail);
       // An index search in the list's order: no scan of the table, no sort of its rows.
-      expect(plan, sql).toEqual([expect.stringMatching(/^SEARCH shipments USING INDEX shipments_page/)]);
+      expect(plan, sql).toEqual([
+        expect.stringMatching(/^SEARCH shipments USING (COVERING )?INDEX shipments_page/),
+      ]);
     }
   });
 
@@ -325,7 +349,7 @@ describe('schema 7 (smaller indexes)', () => {
     const old = new Database(file);
     for (const migration of MIGRATIONS.slice(0, 6)) old.exec(migration);
     old.pragma('user_version = 6');
-    const { accountId } = seedShipments(old as Db, 50);
+    const { accountId } = seedOldShipments(old, 50);
     const body = '{"id":"evt_old","event":"shipment.created","created_at":"2026-11-22T08:00:00Z","data":{}}';
     old
       .prepare(

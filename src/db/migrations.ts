@@ -330,4 +330,37 @@ export const MIGRATIONS: readonly string[] = [
     UNIQUE (seed, scenario)
   ) STRICT;
   `,
+  /* 14: each shipment's API JSON, kept with its row */ `
+  -- A read sends \`body\` as it is and a list joins its rows' bodies (src/shipments/store.ts); the
+  -- store rewrites it with every change. Filled here from the columns it replaces, as the old reads
+  -- serialised them: JSON.stringify's shape and escapes, json() keeping the stored JSON's bytes, and
+  -- the contract's timestamps (UTC, whole seconds, floored, never past 9999-12-31T23:59:59Z).
+  ALTER TABLE shipments ADD COLUMN body TEXT NOT NULL DEFAULT '';
+  UPDATE shipments SET body = json_object(
+    'id', id,
+    'status', status,
+    'carrier', carrier,
+    'service', service,
+    'rate', json_object('amount', rate_amount, 'currency', rate_currency),
+    'from', json(from_address),
+    'to', json(to_address),
+    'parcel', json(parcel),
+    'reference', reference,
+    'tracking_number', tracking_number,
+    'label_id', label_id,
+    'created_at', strftime('%Y-%m-%dT%H:%M:%SZ',
+      (min(created_at, 253402300799000) - (min(created_at, 253402300799000) % 1000 + 1000) % 1000) / 1000,
+      'unixepoch'),
+    'cancelled_at', CASE WHEN cancelled_at IS NULL THEN NULL ELSE strftime('%Y-%m-%dT%H:%M:%SZ',
+      (min(cancelled_at, 253402300799000) - (min(cancelled_at, 253402300799000) % 1000 + 1000) % 1000) / 1000,
+      'unixepoch') END);
+  -- Nothing filters on these: the JSON holds them.
+  ALTER TABLE shipments DROP COLUMN service;
+  ALTER TABLE shipments DROP COLUMN rate_amount;
+  ALTER TABLE shipments DROP COLUMN rate_currency;
+  ALTER TABLE shipments DROP COLUMN from_address;
+  ALTER TABLE shipments DROP COLUMN to_address;
+  ALTER TABLE shipments DROP COLUMN parcel;
+  ALTER TABLE shipments DROP COLUMN label_id;
+  `,
 ];

@@ -1,9 +1,9 @@
-import type { MiddlewareHandler } from 'hono';
+import type { Context, MiddlewareHandler, Next } from 'hono';
 import { ApiError } from '../core/errors.js';
 import type { AppEnv } from '../http/context.js';
 import { dropConnection } from '../http/node-adapter.js';
 import { defaultFaultCode, matches } from './rules.js';
-import type { FaultStore } from './store.js';
+import type { FaultRule, FaultStore } from './store.js';
 
 /**
  * Injected faults, as WireMock or Toxiproxy give them: the first matching rule of the account adds
@@ -11,28 +11,32 @@ import type { FaultStore } from './store.js';
  * neither only slows the request down.
  */
 export function injectFaults(faults: FaultStore): MiddlewareHandler<AppEnv> {
-  return async (c, next) => {
+  return (c, next) => {
     const rules = faults.active(c.get('caller').accountId);
     const rule = rules.length === 0 ? undefined : rules.find((r) => matches(r, c.req.method, c.req.path));
-    if (!rule) return next();
-
-    faults.spend(rule);
-    if (rule.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, rule.delayMs));
-    if (rule.drop) {
-      dropConnection(c);
-      c.set('dropped', true);
-      throw new ApiError(500, 'connection_dropped', 'The connection was dropped by an injected fault.');
-    }
-    if (rule.status !== null) {
-      const headers: Record<string, string> =
-        rule.status === 429 || rule.status === 503 ? { 'Retry-After': String(rule.retryAfter ?? 1) } : {};
-      throw new ApiError(
-        rule.status,
-        rule.code ?? defaultFaultCode(rule.status),
-        `Injected fault ${rule.id}: ${rule.status} for ${c.req.method} ${c.req.path}.`,
-        { headers },
-      );
-    }
-    return next();
+    // Most requests meet no rule: they go on at once, without waiting on a promise (http/chain.ts).
+    return rule ? play(faults, rule, c, next) : next();
   };
+}
+
+/** A rule met: its latency, then its dropped connection or its answer. */
+async function play(faults: FaultStore, rule: FaultRule, c: Context<AppEnv>, next: Next) {
+  faults.spend(rule);
+  if (rule.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, rule.delayMs));
+  if (rule.drop) {
+    dropConnection(c);
+    c.set('dropped', true);
+    throw new ApiError(500, 'connection_dropped', 'The connection was dropped by an injected fault.');
+  }
+  if (rule.status !== null) {
+    const headers: Record<string, string> =
+      rule.status === 429 || rule.status === 503 ? { 'Retry-After': String(rule.retryAfter ?? 1) } : {};
+    throw new ApiError(
+      rule.status,
+      rule.code ?? defaultFaultCode(rule.status),
+      `Injected fault ${rule.id}: ${rule.status} for ${c.req.method} ${c.req.path}.`,
+      { headers },
+    );
+  }
+  return next();
 }

@@ -20,19 +20,19 @@ export function bearerKey(header: string | undefined): string | undefined {
  * accounts module) says whose key it is, and the caller is set on the request.
  */
 export function authenticate(resolveKey: KeyResolver): MiddlewareHandler<AppEnv> {
-  return async (c, next) => {
+  return (c, next) => {
     const key = bearerKey(c.req.header('authorization'));
     if (key === undefined) {
       throw new ApiError(401, 'missing_api_key', 'Send your API key as Authorization: Bearer svc_test_….');
     }
     c.set('caller', resolveKey(key));
-    await next();
+    return next();
   };
 }
 
 /** 403 `insufficient_scope`, naming the scope, unless the request's key carries it. */
 export function requireScope(scope: Scope): MiddlewareHandler<AppEnv> {
-  return async (c, next) => {
+  return (c, next) => {
     if (!c.get('caller').scopes.includes(scope)) {
       throw new ApiError(
         403,
@@ -40,7 +40,7 @@ export function requireScope(scope: Scope): MiddlewareHandler<AppEnv> {
         `This API key lacks the '${scope}' scope that this request needs.`,
       );
     }
-    await next();
+    return next();
   };
 }
 

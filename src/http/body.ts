@@ -1,7 +1,7 @@
-import type { MiddlewareHandler } from 'hono';
+import type { Context, MiddlewareHandler, Next } from 'hono';
 import { ApiError } from '../core/errors.js';
 import type { AppEnv } from './context.js';
-import { handBodyTextToHono, handParsedBodyToHono, readBodyText } from './node-adapter.js';
+import { bodyTextOf, handBodyTextToHono, handParsedBodyToHono, readBodyText } from './node-adapter.js';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
@@ -13,16 +13,17 @@ const tooLarge = () =>
 
 /**
  * Reads a request body once, first of all: at most 1 MiB, refused while it streams in, before
- * anything buffers it. Requests without a body are not touched.
+ * anything buffers it. Requests without a body are not touched, and do not wait.
  */
-export const readBody: MiddlewareHandler<AppEnv> = async (c, next) => {
+export const readBody: MiddlewareHandler<AppEnv> = (c, next) => {
   if (!BODY_METHODS.has(c.req.method)) return next();
   const declared = Number(c.req.header('content-length') ?? Number.NaN);
   if (declared > MAX_BODY_BYTES) throw tooLarge();
-  const text = await readBodyText(c, MAX_BODY_BYTES);
-  if (text === undefined) throw tooLarge();
-  handBodyTextToHono(c, text);
-  return next();
+  return readBodyText(c, MAX_BODY_BYTES).then((text) => {
+    if (text === undefined) throw tooLarge();
+    handBodyTextToHono(c, text);
+    return next();
+  });
 };
 
 /**
@@ -31,9 +32,14 @@ export const readBody: MiddlewareHandler<AppEnv> = async (c, next) => {
  * as `{}`, so a POST without one gets the route's own "missing field" errors rather than a parse
  * error. The route's validator gets the parsed value (see node-adapter.ts).
  */
-export const requireJsonObjectBody: MiddlewareHandler<AppEnv> = async (c, next) => {
+export const requireJsonObjectBody: MiddlewareHandler<AppEnv> = (c, next) => {
   if (!BODY_METHODS.has(c.req.method)) return next();
-  const text = await c.req.text();
+  const text = bodyTextOf(c);
+  if (text === undefined) return c.req.text().then((read) => checkJsonObject(c, read, next));
+  return checkJsonObject(c, text, next);
+};
+
+function checkJsonObject(c: Context<AppEnv>, text: string, next: Next) {
   if (text.trim() === '') {
     handParsedBodyToHono(c, '{}', {});
     return next();
@@ -61,4 +67,4 @@ export const requireJsonObjectBody: MiddlewareHandler<AppEnv> = async (c, next) 
   }
   handParsedBodyToHono(c, text, body);
   return next();
-};
+}

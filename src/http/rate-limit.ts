@@ -143,7 +143,7 @@ export function rateLimit(
   policyOf: (caller: Caller) => RateLimitPolicy,
   realNow: () => number,
 ): MiddlewareHandler<AppEnv> {
-  return async (c, next) => {
+  return (c, next) => {
     const caller = c.get('caller');
     const policy = policyOf(caller);
     const result = limiter.take(
@@ -170,6 +170,6 @@ export function rateLimit(
       );
     }
     presetHeaders(c, headers);
-    await next();
+    return next();
   };
 }

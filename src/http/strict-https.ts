@@ -25,8 +25,8 @@ export function requireHttps(options: { trustProxy: boolean }): MiddlewareHandle
     'This sandbox runs in strict HTTPS mode: call the API over HTTPS (the start-up banner shows the HTTPS URL ' +
     'and the certificate to trust).' +
     (options.trustProxy ? '' : ' Behind a TLS-terminating proxy, start the sandbox with --trust-proxy.');
-  return async (c, next) => {
+  return (c, next) => {
     if (!arrivedOverHttps(c, options.trustProxy)) throw new ApiError(403, 'https_required', message);
-    await next();
+    return next();
   };
 }

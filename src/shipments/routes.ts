@@ -8,7 +8,7 @@ import {
   ErrorCodes,
   idParam,
   jsonBody,
-  sendJsonText,
+  sendApiJsonText,
 } from '../http/router.js';
 import {
   CancelledShipmentSchema,
@@ -18,7 +18,6 @@ import {
   ShipmentSchema,
 } from './schema.js';
 import type { ShipmentService } from './service.js';
-import { presentShipment } from './store.js';
 
 const IdParam = idParam('shp_01JD…');
 const security = BEARER_SECURITY;
@@ -50,7 +49,7 @@ export function shipmentRoutes(shipments: ShipmentService) {
         ),
       },
     }),
-    (c) => sendJsonText(c, shipments.create(c.get('caller'), c.req.valid('json')), 201),
+    (c) => sendApiJsonText(c, shipments.create(c.get('caller'), c.req.valid('json')), 201),
   );
 
   router.openapi(
@@ -68,7 +67,7 @@ export function shipmentRoutes(shipments: ShipmentService) {
         ...apiErrors(...ErrorCodes.query),
       },
     }),
-    (c) => c.json(shipments.list(c.get('caller'), c.req.query()), 200),
+    (c) => sendApiJsonText(c, shipments.list(c.get('caller'), c.req.valid('query')), 200),
   );
 
   router.openapi(
@@ -86,7 +85,7 @@ export function shipmentRoutes(shipments: ShipmentService) {
         ...apiErrors(...ErrorCodes.lookup),
       },
     }),
-    (c) => c.json(presentShipment(shipments.get(c.get('caller'), c.req.valid('param').id)), 200),
+    (c) => sendApiJsonText(c, shipments.getJson(c.get('caller'), c.req.valid('param').id), 200),
   );
 
   router.openapi(
@@ -104,7 +103,7 @@ export function shipmentRoutes(shipments: ShipmentService) {
         ...apiErrors(...ErrorCodes.lookup, 'shipment_not_cancellable', ...ErrorCodes.write),
       },
     }),
-    (c) => sendJsonText(c, shipments.cancel(c.get('caller'), c.req.valid('param').id), 200),
+    (c) => sendApiJsonText(c, shipments.cancel(c.get('caller'), c.req.valid('param').id), 200),
   );
 
   return router;

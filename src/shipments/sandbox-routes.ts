@@ -1,7 +1,15 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { limitParam } from '../core/schemas.js';
 import { requireScope } from '../http/auth.js';
-import { BEARER_SECURITY, controlErrors, createRouter, ErrorCodes, jsonResponse } from '../http/router.js';
+import {
+  BEARER_SECURITY,
+  C_JSON_HEADERS,
+  controlErrors,
+  createRouter,
+  ErrorCodes,
+  jsonResponse,
+  sendJsonText,
+} from '../http/router.js';
 import { REFERENCE_MAX_LENGTH, ShipmentSchema, ShipmentStatusSchema } from './schema.js';
 import { SEARCH_PAGE_SIZE, type ShipmentService } from './service.js';
 
@@ -45,7 +53,7 @@ export function shipmentControlRoutes(shipments: ShipmentService) {
         ...controlErrors(...ErrorCodes.query),
       },
     }),
-    (c) => c.json({ data: shipments.search(c.get('caller'), c.req.valid('query')) }, 200),
+    (c) => sendJsonText(c, shipments.search(c.get('caller'), c.req.valid('query')), 200, C_JSON_HEADERS),
   );
 
   return router;

@@ -83,3 +83,4 @@ export const ShipmentListSchema = z
 export type CreateShipmentInput = z.infer<typeof CreateShipmentSchema>;
 export type ShipmentStatus = z.infer<typeof ShipmentStatusSchema>;
 export type Shipment = z.infer<typeof ShipmentSchema>;
+export type ShipmentList = z.infer<typeof ShipmentListSchema>;

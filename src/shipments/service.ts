@@ -13,6 +13,7 @@ import {
   PAGE_SIZE,
   REFERENCE_MAX_LENGTH,
   type Shipment,
+  type ShipmentList,
   type ShipmentStatus,
   ShipmentStatusSchema,
 } from './schema.js';
@@ -64,7 +65,7 @@ export class ShipmentService {
     );
     const { db, store, events } = this.deps;
     return transaction(db, () => {
-      const record = store.insert({
+      const { json } = store.insert({
         id: newId('shp', actor.now),
         accountId: actor.accountId,
         status: 'created',
@@ -77,7 +78,6 @@ export class ShipmentService {
         reference: input.reference ?? null,
         createdAt: actor.now,
       });
-      const json = toJsonText(presentShipment(record));
       events.record(actor.accountId, 'shipment.created', json, actor.now);
       return json;
     });
@@ -87,6 +87,13 @@ export class ShipmentService {
     const record = this.deps.store.find(actor.accountId, id);
     if (!record) throw notFound('shipment', id);
     return record;
+  }
+
+  /** The shipment's JSON as stored: `GET /v1/shipments/:id` sends it as it is. */
+  getJson(actor: Actor, id: string): JsonText<Shipment> {
+    const json = this.deps.store.findJson(actor.accountId, id);
+    if (json === undefined) throw notFound('shipment', id);
+    return json;
   }
 
   /**
@@ -116,7 +123,7 @@ export class ShipmentService {
    * The dashboard's list and search: the newest shipments, or those whose id or tracking number is
    * `q` or whose reference starts with it, by status when given; newest first, one page.
    */
-  search(actor: Actor, query: SearchQuery): Shipment[] {
+  search(actor: Actor, query: SearchQuery): JsonText<{ data: Shipment[] }> {
     const limit = parseLimit(query.limit, SEARCH_PAGE_SIZE);
     const status = parseStatus(query.status);
     const q = query.q?.trim() ?? '';
@@ -124,15 +131,18 @@ export class ShipmentService {
       throw invalidParameter('q', `'q' must be at most ${REFERENCE_MAX_LENGTH} characters.`);
     }
     const { store } = this.deps;
-    const records =
+    const bodies =
       q === ''
-        ? store.page(actor.accountId, { status }, limit, undefined).records
+        ? store.page(actor.accountId, { status }, limit, undefined).bodies
         : store.search(actor.accountId, q, status, limit);
-    return records.map(presentShipment);
+    return `{"data":[${bodies.join(',')}]}` as JsonText<{ data: Shipment[] }>;
   }
 
-  /** One page of the account's shipments, newest first, with the contract's `meta`. */
-  list(actor: Actor, query: ListQuery) {
+  /**
+   * One page of the account's shipments, newest first, with the contract's `meta`: the stored JSON of
+   * each, joined, around the `meta` that `JSON.stringify` writes.
+   */
+  list(actor: Actor, query: ListQuery): JsonText<ShipmentList> {
     const limit = parseLimit(query.limit, PAGE_SIZE);
     const { store, cursors } = this.deps;
     const after = query.cursor === undefined ? undefined : cursors.decode(actor.accountId, query.cursor);
@@ -141,16 +151,13 @@ export class ShipmentService {
       throw invalidParameter('carrier', `'carrier' must be a carrier slug; '${query.carrier}' is not one.`);
     }
     const filter = { status, carrier: query.carrier };
-    const { records, hasMore } = store.page(actor.accountId, filter, limit, after);
-    const last = records.at(-1);
-    return {
-      data: records.map(presentShipment),
-      meta: {
-        total: store.count(actor.accountId, filter),
-        cursor: hasMore && last ? cursors.encode(actor.accountId, last) : null,
-        has_more: hasMore,
-      },
+    const { bodies, hasMore, last } = store.page(actor.accountId, filter, limit, after);
+    const meta: ShipmentList['meta'] = {
+      total: store.count(actor.accountId, filter),
+      cursor: hasMore && last ? cursors.encode(actor.accountId, last) : null,
+      has_more: hasMore,
     };
+    return `{"data":[${bodies.join(',')}],"meta":${JSON.stringify(meta)}}` as JsonText<ShipmentList>;
   }
 }
 

@@ -1,8 +1,11 @@
 import type { Address, Parcel } from '../addresses/schema.js';
+import { type JsonText, toJsonText } from '../core/json.js';
 import type { PagePosition } from '../core/paging.js';
 import { formatTimestamp } from '../core/time.js';
 import type { Db } from '../db/database.js';
 import type { Shipment, ShipmentStatus } from './schema.js';
+
+type Statement = ReturnType<Db['prepare']>;
 
 /** A shipment as stored: the API shape plus the ordering key and raw times. */
 export interface ShipmentRecord {
@@ -23,45 +26,61 @@ export interface ShipmentRecord {
   cancelledAt: number | null;
 }
 
+/** The columns that lists, searches and counts filter or order on, beside the shipment's JSON. */
 interface ShipmentRow {
   seq: number;
   id: string;
   account_id: string;
   status: ShipmentStatus;
   carrier: string;
-  service: string;
-  rate_amount: string;
-  rate_currency: string;
-  from_address: string;
-  to_address: string;
-  parcel: string;
   reference: string | null;
   tracking_number: string | null;
-  label_id: string | null;
   created_at: number;
   cancelled_at: number | null;
+  body: string;
 }
 
-const toRecord = (row: ShipmentRow): ShipmentRecord => ({
-  seq: row.seq,
-  id: row.id,
-  accountId: row.account_id,
-  status: row.status,
-  carrier: row.carrier,
-  service: row.service,
-  rate: { amount: row.rate_amount, currency: row.rate_currency },
-  from: JSON.parse(row.from_address) as Address,
-  to: JSON.parse(row.to_address) as Address,
-  parcel: JSON.parse(row.parcel) as Parcel,
-  reference: row.reference,
-  trackingNumber: row.tracking_number,
-  labelId: row.label_id,
-  createdAt: row.created_at,
-  cancelledAt: row.cancelled_at,
-});
+/** A row's place in the order of lists. */
+interface PlaceRow {
+  seq: number;
+  created_at: number;
+}
+
+/** The shipment that is not yet stored. */
+export type NewShipment = Omit<ShipmentRecord, 'seq' | 'trackingNumber' | 'labelId' | 'cancelledAt'>;
+
+/** A page of shipments as JSON text, with what its cursor names. */
+export interface ShipmentPage {
+  /** Each shipment's JSON, newest first. */
+  bodies: string[];
+  hasMore: boolean;
+  /** The last shipment of the page, for the next page's cursor. */
+  last: PagePosition | undefined;
+}
+
+const toRecord = (row: ShipmentRow): ShipmentRecord => {
+  const shipment = JSON.parse(row.body) as Shipment;
+  return {
+    seq: row.seq,
+    id: row.id,
+    accountId: row.account_id,
+    status: row.status,
+    carrier: row.carrier,
+    service: shipment.service,
+    rate: shipment.rate,
+    from: shipment.from,
+    to: shipment.to,
+    parcel: shipment.parcel,
+    reference: row.reference,
+    trackingNumber: row.tracking_number,
+    labelId: shipment.label_id,
+    createdAt: row.created_at,
+    cancelledAt: row.cancelled_at,
+  };
+};
 
 /** The API's Shipment. `cancelled_at` is null until the shipment is cancelled. */
-export function presentShipment(record: ShipmentRecord): Shipment {
+export function presentShipment(record: Omit<ShipmentRecord, 'seq' | 'accountId'>): Shipment {
   return {
     id: record.id,
     status: record.status,
@@ -79,6 +98,9 @@ export function presentShipment(record: ShipmentRecord): Shipment {
   };
 }
 
+/** A string with a lone surrogate, which SQLite's UTF-8 cannot hold as it is. */
+const LONE_SURROGATE = /\p{Surrogate}/u;
+
 /** How many rows a search reads for each way of matching, at most. */
 export const SEARCH_SCAN = 1000;
 
@@ -87,33 +109,41 @@ export interface ListFilter {
   carrier?: string | undefined;
 }
 
+/**
+ * The shipments table. Each row keeps the shipment's API JSON (`body`), written with the row and
+ * rewritten by every change, beside the columns that lists, searches and counts filter on: a read
+ * sends that text as it is, and a list joins its rows' texts, with nothing parsed or serialised again.
+ */
 export class ShipmentStore {
   private readonly insertStatement;
   private readonly selectById;
+  private readonly selectBodyById;
   private readonly updateStatusStatement;
   private readonly updateLabelStatement;
   private readonly deleteAccountStatement;
   private readonly searchStatement;
+  private readonly storedText;
 
   constructor(private readonly db: Db) {
     this.insertStatement = db.prepare(
-      `INSERT INTO shipments (id, account_id, status, carrier, service, rate_amount, rate_currency,
-         from_address, to_address, parcel, reference, created_at)
-       VALUES (@id, @accountId, @status, @carrier, @service, @rateAmount, @rateCurrency,
-         @from, @to, @parcel, @reference, @createdAt)`,
+      `INSERT INTO shipments (id, account_id, status, carrier, reference, created_at, body)
+       VALUES (@id, @accountId, @status, @carrier, @reference, @createdAt, @body)`,
     );
     this.selectById = db.prepare<[string, string], ShipmentRow>(
       'SELECT * FROM shipments WHERE id = ? AND account_id = ?',
     );
+    this.selectBodyById = db
+      .prepare<[string, string], string>('SELECT body FROM shipments WHERE id = ? AND account_id = ?')
+      .pluck();
     this.updateStatusStatement = db.prepare(
-      'UPDATE shipments SET status = @status, cancelled_at = coalesce(@cancelledAt, cancelled_at) WHERE seq = @seq',
+      'UPDATE shipments SET status = @status, cancelled_at = @cancelledAt, body = @body WHERE seq = @seq',
     );
     this.updateLabelStatement = db.prepare(
-      'UPDATE shipments SET status = @status, label_id = @labelId, tracking_number = @trackingNumber WHERE seq = @seq',
+      'UPDATE shipments SET status = @status, tracking_number = @trackingNumber, body = @body WHERE seq = @seq',
     );
     this.deleteAccountStatement = db.prepare('DELETE FROM shipments WHERE account_id = ?');
-    this.searchStatement = db.prepare<Record<string, unknown>, ShipmentRow>(
-      `SELECT * FROM shipments WHERE seq IN (
+    this.searchStatement = db.prepare<Record<string, unknown>, string>(
+      `SELECT body FROM shipments WHERE seq IN (
          SELECT seq FROM shipments WHERE id = @q AND account_id = @accountId
          UNION ALL
          SELECT seq FROM (SELECT seq FROM shipments WHERE account_id = @accountId AND tracking_number = @q
@@ -124,6 +154,8 @@ export class ShipmentStore {
        ) AND (@status IS NULL OR status = @status)
        ORDER BY created_at DESC, seq DESC LIMIT @take`,
     );
+    this.searchStatement.pluck();
+    this.storedText = db.prepare<[string], string>('SELECT ?').pluck();
   }
 
   /** Deletes the account's shipments; the counts follow by trigger. */
@@ -131,30 +163,23 @@ export class ShipmentStore {
     this.deleteAccountStatement.run(accountId);
   }
 
-  insert(
-    shipment: Omit<ShipmentRecord, 'seq' | 'trackingNumber' | 'labelId' | 'cancelledAt'>,
-  ): ShipmentRecord {
+  /**
+   * Stores a new shipment. Answers the record and its JSON text, serialised once: the answer to its
+   * creation and its event's `data`.
+   */
+  insert(shipment: NewShipment): { record: ShipmentRecord; json: JsonText<Shipment> } {
+    const unstored = { ...shipment, trackingNumber: null, labelId: null, cancelledAt: null };
+    const json = toJsonText(presentShipment(unstored));
     const result = this.insertStatement.run({
       id: shipment.id,
       accountId: shipment.accountId,
       status: shipment.status,
       carrier: shipment.carrier,
-      service: shipment.service,
-      rateAmount: shipment.rate.amount,
-      rateCurrency: shipment.rate.currency,
-      from: JSON.stringify(shipment.from),
-      to: JSON.stringify(shipment.to),
-      parcel: JSON.stringify(shipment.parcel),
       reference: shipment.reference,
       createdAt: shipment.createdAt,
+      body: this.storedBody(unstored, json),
     });
-    return {
-      ...shipment,
-      seq: Number(result.lastInsertRowid),
-      trackingNumber: null,
-      labelId: null,
-      cancelledAt: null,
-    };
+    return { record: { ...unstored, seq: Number(result.lastInsertRowid) }, json };
   }
 
   /** The shipment if it exists in this account; another account's shipment does not exist here. */
@@ -163,13 +188,24 @@ export class ShipmentStore {
     return row && toRecord(row);
   }
 
+  /** The shipment's JSON, as `GET /v1/shipments/:id` answers it; undefined as `find` would be. */
+  findJson(accountId: string, id: string): JsonText<Shipment> | undefined {
+    return this.selectBodyById.get(id, accountId) as JsonText<Shipment> | undefined;
+  }
+
   setStatus(
     record: ShipmentRecord,
     status: ShipmentStatus,
     cancelledAt: number | null = null,
   ): ShipmentRecord {
-    this.updateStatusStatement.run({ seq: record.seq, status, cancelledAt });
-    return { ...record, status, cancelledAt: cancelledAt ?? record.cancelledAt };
+    const updated = { ...record, status, cancelledAt: cancelledAt ?? record.cancelledAt };
+    this.updateStatusStatement.run({
+      seq: record.seq,
+      status,
+      cancelledAt: updated.cancelledAt,
+      body: this.storedBody(updated),
+    });
+    return updated;
   }
 
   /** Links the shipment to its active label (or, with nulls, unlinks it) and sets its status. */
@@ -178,38 +214,48 @@ export class ShipmentStore {
     status: ShipmentStatus,
     label: { labelId: string; trackingNumber: string } | { labelId: null; trackingNumber: null },
   ): ShipmentRecord {
-    this.updateLabelStatement.run({ seq: record.seq, status, ...label });
-    return { ...record, status, ...label };
+    const updated = { ...record, status, ...label };
+    this.updateLabelStatement.run({
+      seq: record.seq,
+      status,
+      trackingNumber: label.trackingNumber,
+      body: this.storedBody(updated),
+    });
+    return updated;
   }
 
   /**
-   * One page, newest first, after `after` when given. Fetches one row more than asked to learn
-   * whether more follow without a second query.
+   * One page, newest first, after `after` when given: the rows' JSON, and whether more follow. Two
+   * reads of the same index: the page's last place and the one after it (whether more follow), then
+   * the JSON alone, one string a row (better-sqlite3 builds an object a row otherwise, which cost more
+   * than reading the rows).
    */
-  page(
-    accountId: string,
-    filter: ListFilter,
-    limit: number,
-    after: PagePosition | undefined,
-  ): { records: ShipmentRecord[]; hasMore: boolean } {
-    const { where, params } = this.filterClause(accountId, filter);
-    let sql = `SELECT * FROM shipments WHERE ${where}`;
-    if (after) {
-      sql += ' AND (created_at < @afterCreatedAt OR (created_at = @afterCreatedAt AND seq < @afterSeq))';
-      Object.assign(params, { afterCreatedAt: after.createdAt, afterSeq: after.seq });
-    }
-    sql += ' ORDER BY created_at DESC, seq DESC LIMIT @take';
-    const rows = this.statement(sql).all({ ...params, take: limit + 1 }) as ShipmentRow[];
-    return { records: rows.slice(0, limit).map(toRecord), hasMore: rows.length > limit };
+  page(accountId: string, filter: ListFilter, limit: number, after: PagePosition | undefined): ShipmentPage {
+    const { edge, bodies } = this.pageStatements(filter, after !== undefined);
+    const params = {
+      accountId,
+      status: filter.status,
+      carrier: filter.carrier,
+      afterCreatedAt: after?.createdAt,
+      afterSeq: after?.seq,
+      take: limit,
+    };
+    const places = edge.all(params) as PlaceRow[];
+    const last = places[0];
+    return {
+      bodies: bodies.all(params) as string[],
+      hasMore: places.length > 1,
+      last: last && { createdAt: last.created_at, seq: last.seq },
+    };
   }
 
   /**
-   * The account's shipments whose id or tracking number is `q`, or whose reference starts with it,
-   * newest first. Each way of matching reads its own index (migration 11) and at most `SEARCH_SCAN`
-   * rows, so a prefix that matches much of a large account costs a bounded read.
+   * The JSON of the account's shipments whose id or tracking number is `q`, or whose reference starts
+   * with it, newest first. Each way of matching reads its own index (migration 11) and at most
+   * `SEARCH_SCAN` rows, so a prefix that matches much of a large account costs a bounded read.
    */
-  search(accountId: string, q: string, status: ShipmentStatus | undefined, limit: number): ShipmentRecord[] {
-    const rows = this.searchStatement.all({
+  search(accountId: string, q: string, status: ShipmentStatus | undefined, limit: number): string[] {
+    return this.searchStatement.all({
       accountId,
       q,
       // Every reference that starts with `q` sorts below `q` followed by the last code point.
@@ -218,44 +264,66 @@ export class ShipmentStore {
       scan: SEARCH_SCAN,
       take: limit,
     });
-    return rows.map(toRecord);
   }
 
   /** From the counts the triggers keep (see migration 6): a handful of rows, whatever the account's size. */
   count(accountId: string, filter: ListFilter): number {
-    const { where, params } = this.filterClause(accountId, filter);
-    const row = this.statement(`SELECT coalesce(sum(n), 0) AS total FROM shipment_counts WHERE ${where}`).get(
-      params,
-    ) as {
-      total: number;
-    };
-    return row.total;
+    return this.countStatement(filter).get({
+      accountId,
+      status: filter.status,
+      carrier: filter.carrier,
+    }) as number;
   }
 
-  private filterClause(
-    accountId: string,
-    filter: ListFilter,
-  ): { where: string; params: Record<string, unknown> } {
-    const clauses = ['account_id = @accountId'];
-    const params: Record<string, unknown> = { accountId };
-    if (filter.status) {
-      clauses.push('status = @status');
-      params.status = filter.status;
+  /**
+   * The JSON a read answers: the shipment as its columns hold it. A reference is the one text the
+   * client chose that is stored in a column of its own, and SQLite's UTF-8 replaces a lone surrogate
+   * in it; reads have always answered the reference as stored, so the stored JSON says the same.
+   */
+  private storedBody(record: Omit<ShipmentRecord, 'seq' | 'accountId'>, json?: string): string {
+    const { reference } = record;
+    if (reference !== null && LONE_SURROGATE.test(reference)) {
+      return toJsonText(presentShipment({ ...record, reference: this.storedText.get(reference) as string }));
     }
-    if (filter.carrier) {
-      clauses.push('carrier = @carrier');
-      params.carrier = filter.carrier;
-    }
-    return { where: clauses.join(' AND '), params };
+    return json ?? toJsonText(presentShipment(record));
   }
 
-  /** The list queries come in a handful of shapes; each is prepared once and reused. */
-  private readonly statements = new Map<string, ReturnType<Db['prepare']>>();
-  private statement(sql: string): ReturnType<Db['prepare']> {
-    let statement = this.statements.get(sql);
+  private filterClause(filter: ListFilter): string {
+    let where = 'account_id = @accountId';
+    if (filter.status) where += ' AND status = @status';
+    if (filter.carrier) where += ' AND carrier = @carrier';
+    return where;
+  }
+
+  /** A page's two statements for each shape of list (the filters given, a cursor or not), made once. */
+  private readonly pages = new Map<string, { edge: Statement; bodies: Statement }>();
+  private pageStatements(filter: ListFilter, afterCursor: boolean) {
+    const shape = `${filter.status ? 's' : ''}${filter.carrier ? 'c' : ''}${afterCursor ? 'a' : ''}`;
+    let statements = this.pages.get(shape);
+    if (!statements) {
+      let rows = `FROM shipments WHERE ${this.filterClause(filter)}`;
+      if (afterCursor)
+        rows += ' AND (created_at < @afterCreatedAt OR (created_at = @afterCreatedAt AND seq < @afterSeq))';
+      rows += ' ORDER BY created_at DESC, seq DESC';
+      statements = {
+        edge: this.db.prepare(`SELECT seq, created_at ${rows} LIMIT 2 OFFSET @take - 1`),
+        bodies: this.db.prepare(`SELECT body ${rows} LIMIT @take`).pluck(),
+      };
+      this.pages.set(shape, statements);
+    }
+    return statements;
+  }
+
+  /** Counts by filter, one statement for each shape. */
+  private readonly counts = new Map<string, Statement>();
+  private countStatement(filter: ListFilter): Statement {
+    const shape = `${filter.status ? 's' : ''}${filter.carrier ? 'c' : ''}`;
+    let statement = this.counts.get(shape);
     if (!statement) {
-      statement = this.db.prepare(sql);
-      this.statements.set(sql, statement);
+      statement = this.db
+        .prepare(`SELECT coalesce(sum(n), 0) FROM shipment_counts WHERE ${this.filterClause(filter)}`)
+        .pluck();
+      this.counts.set(shape, statement);
     }
     return statement;
   }
