@@ -42,12 +42,11 @@ export const AHEAD_JOIN_GRACE_MS = 5;
  *
  * While labels are being downloaded, a bought label's file is rendered ahead of its download, one at a
  * time on a thread of the lowest priority (see pool.ts), so that the first download finds it ready or
- * under way. The newest purchase
- * goes first: its download is the one most likely to come next, and under a burst the oldest waiting
- * are dropped. A download never waits behind that queue, nor long for a thread that a busy machine
- * starves: a file still waiting is taken out of the queue and rendered at once, and a download that
- * finds its file rendering ahead waits for that render, but past a grace renders the file itself too
- * and takes whichever is done first (the same bytes).
+ * under way. The newest purchase goes first: its download is the one most likely to come next, and
+ * under a burst the oldest waiting are dropped. A download never waits behind that queue, nor long for
+ * a thread that a busy machine starves: a file still waiting is taken out of the queue and rendered at
+ * once, and a download that finds its file rendering ahead waits for that render, but past a grace
+ * renders the file itself too and takes whichever is done first (the same bytes).
  */
 export class LabelFiles {
   /** Files downloaded (or previewed), and renders under way for a download. */
