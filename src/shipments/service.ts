@@ -8,6 +8,7 @@ import { type Db, transaction } from '../db/database.js';
 import type { EventStore } from '../events/store.js';
 import { findCarrier } from '../rates/carriers.js';
 import { chooseRate } from '../rates/pricing.js';
+import { PageCache } from './page-cache.js';
 import {
   type CreateShipmentInput,
   PAGE_SIZE,
@@ -47,6 +48,8 @@ export interface ShipmentServiceDeps {
 
 /** Creating, reading, listing and cancelling shipments. */
 export class ShipmentService {
+  private readonly pages = new PageCache();
+
   constructor(private readonly deps: ShipmentServiceDeps) {}
 
   /**
@@ -151,13 +154,19 @@ export class ShipmentService {
       throw invalidParameter('carrier', `'carrier' must be a carrier slug; '${query.carrier}' is not one.`);
     }
     const filter = { status, carrier: query.carrier };
+    const key = [actor.accountId, limit, after?.createdAt, after?.seq, status, query.carrier].join(' ');
+    const changes = store.changesOf(actor.accountId);
+    const answered = this.pages.get(key, changes);
+    if (answered !== undefined) return answered as JsonText<ShipmentList>;
     const { bodies, hasMore, last } = store.page(actor.accountId, filter, limit, after);
     const meta: ShipmentList['meta'] = {
       total: store.count(actor.accountId, filter),
       cursor: hasMore && last ? cursors.encode(actor.accountId, last) : null,
       has_more: hasMore,
     };
-    return `{"data":[${bodies.join(',')}],"meta":${JSON.stringify(meta)}}` as JsonText<ShipmentList>;
+    const text = `{"data":[${bodies.join(',')}],"meta":${JSON.stringify(meta)}}` as JsonText<ShipmentList>;
+    this.pages.set(key, changes, text);
+    return text;
   }
 }
 

@@ -160,7 +160,22 @@ export class ShipmentStore {
 
   /** Deletes the account's shipments; the counts follow by trigger. */
   deleteAccount(accountId: string): void {
+    this.changed(accountId);
     this.deleteAccountStatement.run(accountId);
+  }
+
+  /**
+   * How many times the account's shipments have been written, counted before each write: what a read
+   * answered stands while this is unchanged (see `PageCache`). Every write of the table is this
+   * store's, so none goes uncounted.
+   */
+  changesOf(accountId: string): number {
+    return this.changes.get(accountId) ?? 0;
+  }
+
+  private readonly changes = new Map<string, number>();
+  private changed(accountId: string): void {
+    this.changes.set(accountId, (this.changes.get(accountId) ?? 0) + 1);
   }
 
   /**
@@ -170,6 +185,7 @@ export class ShipmentStore {
   insert(shipment: NewShipment): { record: ShipmentRecord; json: JsonText<Shipment> } {
     const unstored = { ...shipment, trackingNumber: null, labelId: null, cancelledAt: null };
     const json = toJsonText(presentShipment(unstored));
+    this.changed(shipment.accountId);
     const result = this.insertStatement.run({
       id: shipment.id,
       accountId: shipment.accountId,
@@ -199,6 +215,7 @@ export class ShipmentStore {
     cancelledAt: number | null = null,
   ): ShipmentRecord {
     const updated = { ...record, status, cancelledAt: cancelledAt ?? record.cancelledAt };
+    this.changed(record.accountId);
     this.updateStatusStatement.run({
       seq: record.seq,
       status,
@@ -215,6 +232,7 @@ export class ShipmentStore {
     label: { labelId: string; trackingNumber: string } | { labelId: null; trackingNumber: null },
   ): ShipmentRecord {
     const updated = { ...record, status, ...label };
+    this.changed(record.accountId);
     this.updateLabelStatement.run({
       seq: record.seq,
       status,

@@ -1,0 +1,51 @@
+import { describe, expect, it } from 'vitest';
+import { PageCache } from '../src/shipments/page-cache.js';
+import { createTestSandbox } from './helpers.js';
+
+describe('pages of the list, read again', () => {
+  it('answer every write of the account since, whichever module wrote it', async () => {
+    const sandbox = createTestSandbox();
+    const page = async (query = '') => (await sandbox.call('GET', `/v1/shipments${query}`)).text;
+    const statuses = async () => JSON.parse(await page()).data.map((s: { status: string }) => s.status);
+    const { id } = await sandbox.newShipment();
+    expect(await page()).toBe(await page());
+    const other = await sandbox.newAccount();
+    await sandbox.newShipment({}, other);
+    // Another account's write changes nothing here, and the page is still the one read before.
+    expect(await statuses()).toEqual(['created']);
+
+    const steps: [string, () => Promise<unknown>, string[]][] = [
+      ['a new shipment', () => sandbox.newShipment(), ['created', 'created']],
+      [
+        'a label',
+        () => sandbox.call('POST', '/v1/labels', { body: { shipment_id: id } }),
+        ['created', 'label_generated'],
+      ],
+      [
+        'a tracking status',
+        () => sandbox.call('POST', `/_sandbox/shipments/${id}/advance`, { body: { status: 'in_transit' } }),
+        ['created', 'in_transit'],
+      ],
+      ['a reset', () => sandbox.call('POST', '/_sandbox/reset'), []],
+    ];
+    for (const [what, write, expected] of steps) {
+      const before = await page();
+      await write();
+      expect(await statuses(), what).toEqual(expected);
+      expect(await page(), what).not.toBe(before);
+    }
+  });
+
+  it('are kept within a budget, the oldest making way, and never across a change', () => {
+    const cache = new PageCache(10);
+    cache.set('a', 1, 'aaaa');
+    cache.set('b', 1, 'bbbb');
+    expect([cache.get('a', 1), cache.get('a', 2), cache.get('b', 1)]).toEqual(['aaaa', undefined, 'bbbb']);
+    cache.set('c', 1, 'cccc');
+    expect([cache.get('a', 1), cache.get('b', 1), cache.get('c', 1)]).toEqual([undefined, 'bbbb', 'cccc']);
+    cache.set('b', 2, 'bb');
+    expect([cache.get('b', 1), cache.get('b', 2)]).toEqual([undefined, 'bb']);
+    cache.set('d', 1, 'x'.repeat(11));
+    expect([cache.get('d', 1), cache.get('c', 1)]).toEqual([undefined, 'cccc']);
+  });
+});
