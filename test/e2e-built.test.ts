@@ -153,8 +153,9 @@ describe('the built command', () => {
           return { tid: Number(tid), ticks: (fields[11] ?? 0) + (fields[12] ?? 0), nice: fields[16] };
         });
       await vi.waitFor(
-        () => expect(threadsOf().filter((t) => t.nice === 19 && t.ticks >= 5)).toHaveLength(1),
-        { timeout: 10_000, interval: 50 },
+        () => expect(threadsOf().filter((t) => t.nice === 19 && t.ticks >= 1)).toHaveLength(1),
+        // At nice 19 the thread gets a sliver of a CPU that the suite's other files keep busy.
+        { timeout: 40_000, interval: 50 },
       );
       expect(threadsOf().find((t) => t.tid === child.pid)?.nice).toBeLessThan(19);
       const file = await fetch(`${origin}/v1/labels/${label.id}/download`, { headers });
@@ -175,7 +176,7 @@ describe('the built command', () => {
     } finally {
       db.close();
     }
-  });
+  }, 60_000);
 
   it.each([
     ['2', 'on its render threads'],
