@@ -1,6 +1,8 @@
+import type { EventLoopUtilization } from 'node:perf_hooks';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { DEFAULT_ACCOUNT } from '../src/accounts/default-account.js';
+import { BUSY_WINDOW_MS, eventLoopBusy } from '../src/labels/busy.js';
 import {
   AHEAD_AFTER_DOWNLOAD_MS,
   AHEAD_JOIN_GRACE_MS,
@@ -51,8 +53,8 @@ function manualRenderer(options: { background?: boolean } = {}) {
   return { renderer, renders };
 }
 
-/** Renders ahead whether or not labels were downloaded lately (see the last test of the files). */
-const ALWAYS_AHEAD = { aheadAfterDownloadMs: Number.POSITIVE_INFINITY };
+/** Renders ahead at any time: whether or not labels were downloaded lately, however busy the process. */
+const ALWAYS_AHEAD = { aheadAfterDownloadMs: Number.POSITIVE_INFINITY, busy: () => false };
 
 const text = (file: RenderedLabel) => new TextDecoder().decode(file.bytes);
 const summary = (renders: Render[]) => renders.map((r) => `${r.labelId} ${r.thread}`);
@@ -243,11 +245,26 @@ describe('label files rendered ahead of their download', () => {
     expect(threaded.renders).toEqual([]);
   });
 
+  it('wait while requests keep the event loop busy', async () => {
+    const [bought] = await boughtLabels(1);
+    const { renderer, renders } = manualRenderer();
+    let busy = true;
+    const files = new LabelFiles(renderer, { ...ALWAYS_AHEAD, busy: () => busy });
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    files.renderAhead(bought!.label, bought!.shipment);
+    await nextTurn();
+    vi.advanceTimersByTime(10 * BUSY_WINDOW_MS);
+    expect(renders).toEqual([]);
+    busy = false;
+    vi.advanceTimersByTime(BUSY_WINDOW_MS);
+    expect(summary(renders)).toEqual([`${bought!.label.id} ahead`]);
+  });
+
   it('render ahead only within ten minutes of a download', async () => {
     const bought = await boughtLabels(4);
     const { renderer, renders } = manualRenderer();
     const clock = { now: 0 };
-    const files = new LabelFiles(renderer, { now: () => clock.now });
+    const files = new LabelFiles(renderer, { now: () => clock.now, busy: () => false });
     const renderAhead = async (index: number) => {
       files.renderAhead(bought[index]!.label, bought[index]!.shipment);
       await nextTurn();
@@ -300,5 +317,36 @@ describe('buying a label', () => {
       'shipment_id',
     );
     expect(queued).toHaveLength(1);
+  });
+});
+
+describe('the event loop', () => {
+  it('counts as busy when its code ran over half of the last 100 ms or more', () => {
+    // Fake readings: `idle` and `active` in ms since start, as performance.eventLoopUtilization gives.
+    const clock = { now: 0, active: 0 };
+    const reading = () => ({ idle: clock.now - clock.active, active: clock.active, utilization: 0 });
+    const utilization = (current?: EventLoopUtilization, previous?: EventLoopUtilization) => {
+      if (!current || !previous) return reading();
+      const active = current.active - previous.active;
+      const idle = current.idle - previous.idle;
+      return { idle, active, utilization: active / (active + idle) };
+    };
+    const busy = eventLoopBusy(utilization, () => clock.now);
+    const run = (ms: number, active: number) => {
+      clock.now += ms;
+      clock.active += active;
+    };
+
+    run(BUSY_WINDOW_MS, 0.6 * BUSY_WINDOW_MS);
+    expect(busy()).toBe(true);
+    // Judged again only once a window has passed.
+    run(BUSY_WINDOW_MS / 2, 0);
+    expect(busy()).toBe(true);
+    run(BUSY_WINDOW_MS / 2, 0);
+    expect(busy()).toBe(false);
+    run(4 * BUSY_WINDOW_MS, 2 * BUSY_WINDOW_MS);
+    expect(busy()).toBe(false);
+    run(BUSY_WINDOW_MS, 0.9 * BUSY_WINDOW_MS);
+    expect(busy()).toBe(true);
   });
 });

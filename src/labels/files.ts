@@ -1,6 +1,7 @@
 import { LRUCache } from 'lru-cache';
 import { carrierName, serviceName } from '../rates/carriers.js';
 import type { ShipmentRecord } from '../shipments/store.js';
+import { BUSY_WINDOW_MS, eventLoopBusy } from './busy.js';
 import type { LabelDocument } from './render/document.js';
 import type { RenderedLabel } from './render/index.js';
 import type { LabelRenderer } from './render/pool.js';
@@ -41,8 +42,9 @@ export const AHEAD_JOIN_GRACE_MS = 5;
  * bytes) after a restart or an eviction.
  *
  * While labels are being downloaded, a bought label's file is rendered ahead of its download, one at a
- * time on a thread of the lowest priority (see pool.ts), so that the first download finds it ready or
- * under way. The newest purchase goes first: its download is the one most likely to come next, and
+ * time on a thread of the lowest priority (see pool.ts) and only while requests leave the event loop
+ * idle more than half of the time (see busy.ts), so that the first download finds it ready or under
+ * way. The newest purchase goes first: its download is the one most likely to come next, and
  * under a burst the oldest waiting are dropped. A download never waits behind that queue, nor long for
  * a thread that a busy machine starves: a file still waiting is taken out of the queue and rendered at
  * once, and a download that finds its file rendering ahead waits for that render, but past a grace
@@ -66,11 +68,14 @@ export class LabelFiles {
   /** Files rendered ahead, until their download moves them to `cache`. */
   private readonly renderedAhead: LRUCache<string, RenderedLabel>;
   private aheadScheduled = false;
+  /** Set while renders ahead wait for the event loop to be less busy. */
+  private aheadPaused: NodeJS.Timeout | undefined;
   private closed = false;
 
   private readonly joinGraceMs: number;
   private readonly aheadAfterDownloadMs: number;
   private readonly now: () => number;
+  private readonly busy: () => boolean;
   private lastDownloadAt = Number.NEGATIVE_INFINITY;
 
   constructor(
@@ -83,6 +88,8 @@ export class LabelFiles {
       aheadAfterDownloadMs?: number;
       /** Milliseconds of the machine's monotonic clock. */
       now?: () => number;
+      /** Whether requests keep the event loop busy (renders ahead then wait). */
+      busy?: () => boolean;
     } = {},
   ) {
     this.waiting = new LRUCache({ max: options.aheadQueueLimit ?? AHEAD_QUEUE_LIMIT });
@@ -93,6 +100,7 @@ export class LabelFiles {
     this.joinGraceMs = options.joinGraceMs ?? AHEAD_JOIN_GRACE_MS;
     this.aheadAfterDownloadMs = options.aheadAfterDownloadMs ?? AHEAD_AFTER_DOWNLOAD_MS;
     this.now = options.now ?? (() => performance.now());
+    this.busy = options.busy ?? eventLoopBusy();
   }
 
   /** A label's file, for a download. */
@@ -118,7 +126,7 @@ export class LabelFiles {
     if (this.cache.has(key) || this.renderedAhead.has(key) || this.waiting.has(key)) return;
     if (this.ahead?.key === key) return;
     this.waiting.set(key, labelDocument(label, shipment));
-    if (this.ahead || this.aheadScheduled) return;
+    if (this.ahead || this.aheadScheduled || this.aheadPaused) return;
     this.aheadScheduled = true;
     setImmediate(() => {
       this.aheadScheduled = false;
@@ -128,7 +136,15 @@ export class LabelFiles {
 
   private nextAhead(): void {
     const background = this.renderer.background;
-    if (this.ahead || this.closed || !background) return;
+    if (this.ahead || this.aheadPaused || this.closed || !background) return;
+    if (this.waiting.size === 0) return;
+    if (this.busy()) {
+      this.aheadPaused = setTimeout(() => {
+        this.aheadPaused = undefined;
+        this.nextAhead();
+      }, BUSY_WINDOW_MS).unref();
+      return;
+    }
     const newest = this.waiting.entries().next();
     if (newest.done) return;
     const [key, doc] = newest.value;
@@ -198,6 +214,7 @@ export class LabelFiles {
 
   close(): Promise<void> {
     this.closed = true;
+    clearTimeout(this.aheadPaused);
     this.waiting.clear();
     this.renderedAhead.clear();
     return this.renderer.close();
