@@ -352,3 +352,29 @@ describe('API answers on the wire', () => {
     }
   });
 });
+
+describe('the tracking-number index', () => {
+  it('holds labelled shipments only, and a search by tracking number still reads it', async () => {
+    const sandbox = createTestSandbox();
+    const definition = sandbox.db
+      .prepare("SELECT sql FROM sqlite_schema WHERE name = 'shipments_by_tracking_number'")
+      .pluck()
+      .get();
+    expect(definition).toMatch(
+      /ON shipments \(account_id, tracking_number\)\s+WHERE tracking_number IS NOT NULL$/,
+    );
+    const { id } = await sandbox.newShipment();
+    await sandbox.newShipment();
+    const label = await sandbox.call('POST', '/v1/labels', { body: { shipment_id: id } });
+    const found = await sandbox.call('GET', `/_sandbox/shipments?q=${label.json.tracking_number}`);
+    expect(found.json.data.map((shipment: { id: string }) => shipment.id)).toEqual([id]);
+    const plan = sandbox.db
+      .prepare(
+        'EXPLAIN QUERY PLAN SELECT seq FROM shipments WHERE account_id = ? AND tracking_number = ? LIMIT 10',
+      )
+      .all('acct', 'number') as { detail: string }[];
+    expect(plan.map((step) => step.detail)).toEqual([
+      expect.stringMatching(/USING COVERING INDEX shipments_by_tracking_number/),
+    ]);
+  });
+});

@@ -363,4 +363,11 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE shipments DROP COLUMN parcel;
   ALTER TABLE shipments DROP COLUMN label_id;
   `,
+  /* 14: the tracking-number index holds labelled shipments only */ `
+  -- A shipment has no tracking number until it is labelled, and a search by tracking number never
+  -- looks for none: an entry for each new shipment was one write of every creation for nothing.
+  DROP INDEX shipments_by_tracking_number;
+  CREATE INDEX shipments_by_tracking_number ON shipments (account_id, tracking_number)
+    WHERE tracking_number IS NOT NULL;
+  `,
 ];
