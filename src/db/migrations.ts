@@ -363,7 +363,7 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE shipments DROP COLUMN parcel;
   ALTER TABLE shipments DROP COLUMN label_id;
   `,
-  /* 14: the tracking-number index holds labelled shipments only */ `
+  /* 15: the tracking-number index holds labelled shipments only */ `
   -- A shipment has no tracking number until it is labelled, and a search by tracking number never
   -- looks for none: an entry for each new shipment was one write of every creation for nothing.
   DROP INDEX shipments_by_tracking_number;
