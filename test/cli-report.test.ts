@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,6 +7,7 @@ import { testConfig } from '../src/config.js';
 import { CHECK_IDS, type Report } from '../src/report/schema.js';
 import { type RunningSandbox, startServer } from '../src/server.js';
 import { signedBy, startAnsweringReceiver } from './answering-receiver.js';
+import { callSandbox, newAccountAt, type Run, runCli } from './cli-harness.js';
 import { closedPortUrl } from './receiver.js';
 import { elementsNamed, parseXml } from './xml.js';
 
@@ -32,54 +32,13 @@ afterAll(async () => {
   rmSync(folder, { recursive: true, force: true });
 });
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** The test runner's environment without the commands' own variables, which each test sets. */
-const {
-  SHIPPING_SANDBOX_URL: _url,
-  SHIPPING_SANDBOX_KEY: _key,
-  SANDBOX_ADMIN_TOKEN: _token,
-  ...baseEnv
-} = process.env;
-
 /** The built command with the sandbox's address and the account's key in its variables. */
-function cli(args: string[], key: string, env: Record<string, string> = {}): Promise<Run> {
-  const child = spawn(process.execPath, ['dist/main.js', ...args], {
-    env: { ...baseEnv, SHIPPING_SANDBOX_URL: sandbox.origin, SHIPPING_SANDBOX_KEY: key, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk) => {
-    stdout += String(chunk);
-  });
-  child.stderr.on('data', (chunk) => {
-    stderr += String(chunk);
-  });
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
-}
+const cli = (args: string[], key: string, env: Record<string, string> = {}): Promise<Run> =>
+  runCli(sandbox.origin, args, { SHIPPING_SANDBOX_KEY: key, ...env });
 
-async function api(method: string, path: string, key: string | null, body?: unknown) {
-  const response = await fetch(`${sandbox.origin}${path}`, {
-    method,
-    headers: {
-      ...(key === null ? {} : { authorization: `Bearer ${key}` }),
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: response.status, body: (await response.json()) as any };
-}
-
-async function newAccount(): Promise<string> {
-  const { status, body } = await api('POST', '/_sandbox/accounts', null, {});
-  expect(status).toBe(201);
-  return body.api_key as string;
-}
+const api = (method: string, path: string, key: string | null, body?: unknown) =>
+  callSandbox(sandbox.origin, method, path, key, body);
+const newAccount = () => newAccountAt(sandbox.origin);
 
 /** An account whose client called again at once after a 429 that asked it to wait 30 s. */
 async function impatientAccount(): Promise<string> {

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -14,6 +13,7 @@ import { Output, outputMode, table } from '../src/cli/output.js';
 import { originOf } from '../src/cli/sandbox-api.js';
 import { SETTINGS, testConfig } from '../src/config.js';
 import { type RunningSandbox, startServer } from '../src/server.js';
+import { callSandbox, newAccountAt, type Run, runCli, spawnCli } from './cli-harness.js';
 import { DEFAULT_KEY, shipmentRequest } from './helpers.js';
 import { closedPortUrl, type Receiver, startReceiver } from './receiver.js';
 
@@ -35,41 +35,9 @@ afterAll(async () => {
   await Promise.all([sandbox.close(), receiver.close()]);
 });
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/**
- * The built command: a control command starts in a tenth of the time `src/main.ts` takes through
- * tsx, which compiles the sources at every start (this file runs dozens of them).
- */
-const MAIN = ['dist/main.js'];
-/** The test runner's environment without the commands' own variables, which each test sets. */
-const {
-  SHIPPING_SANDBOX_URL: _url,
-  SHIPPING_SANDBOX_KEY: _key,
-  SANDBOX_ADMIN_TOKEN: _token,
-  ...baseEnv
-} = process.env;
-
 /** Runs the command with the sandbox's address in SHIPPING_SANDBOX_URL (a flag wins over it). */
-function cli(args: string[], env: Record<string, string> = {}): Promise<Run> {
-  const child = spawn(process.execPath, [...MAIN, ...args], {
-    env: { ...baseEnv, SHIPPING_SANDBOX_URL: sandbox.origin, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk) => {
-    stdout += String(chunk);
-  });
-  child.stderr.on('data', (chunk) => {
-    stderr += String(chunk);
-  });
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
-}
+const cli = (args: string[], env: Record<string, string> = {}): Promise<Run> =>
+  runCli(sandbox.origin, args, env);
 
 /** The JSON a piped command printed: one document. */
 function json(run: Run): any {
@@ -78,23 +46,9 @@ function json(run: Run): any {
   return JSON.parse(run.stdout);
 }
 
-async function api(method: string, path: string, key: string | null, body?: unknown) {
-  const response = await fetch(`${sandbox.origin}${path}`, {
-    method,
-    headers: {
-      ...(key === null ? {} : { authorization: `Bearer ${key}` }),
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: response.status, body: (await response.json()) as any };
-}
-
-async function newAccount(): Promise<string> {
-  const { status, body } = await api('POST', '/_sandbox/accounts', null, {});
-  expect(status).toBe(201);
-  return body.api_key as string;
-}
+const api = (method: string, path: string, key: string | null, body?: unknown) =>
+  callSandbox(sandbox.origin, method, path, key, body);
+const newAccount = () => newAccountAt(sandbox.origin);
 
 /** A shipment with a label: it has a tracking number and a scenario to play. */
 async function shipmentWithLabel(key: string) {
@@ -411,9 +365,8 @@ describe.concurrent('the command line: controls', () => {
       await api('POST', '/_sandbox/events/trigger', key, { event: 'tracking.exception' });
       await api('POST', '/_sandbox/clock/advance', key, { by: 1 });
 
-      const child = spawn(process.execPath, [...MAIN, 'listen', '--interval', '100ms'], {
-        env: { ...baseEnv, SHIPPING_SANDBOX_URL: sandbox.origin, SHIPPING_SANDBOX_KEY: key },
-        stdio: ['ignore', 'pipe', 'pipe'],
+      const child = spawnCli(sandbox.origin, ['listen', '--interval', '100ms'], {
+        SHIPPING_SANDBOX_KEY: key,
       });
       try {
         let stdout = '';
