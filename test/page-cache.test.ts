@@ -36,6 +36,32 @@ describe('pages of the list, read again', () => {
     }
   });
 
+  it('and a shipment read by id again answer every write since, in its own account only', async () => {
+    const sandbox = createTestSandbox();
+    const { id } = await sandbox.newShipment();
+    const read = async () => (await sandbox.call('GET', `/v1/shipments/${id}`)).json;
+    expect((await read()).status).toBe('created');
+    const other = await sandbox.newAccount();
+    expect((await sandbox.call('GET', `/v1/shipments/${id}`, { key: other })).status).toBe(404);
+
+    const steps: [string, () => Promise<unknown>, string][] = [
+      ['a label', () => sandbox.call('POST', '/v1/labels', { body: { shipment_id: id } }), 'label_generated'],
+      [
+        'a tracking status',
+        () => sandbox.call('POST', `/_sandbox/shipments/${id}/advance`, { body: { status: 'in_transit' } }),
+        'in_transit',
+      ],
+    ];
+    for (const [what, write, expected] of steps) {
+      expect(await read(), what).toEqual(await read());
+      await write();
+      expect((await read()).status, what).toBe(expected);
+    }
+    expect((await read()).tracking_number).toMatch(/\w/);
+    await sandbox.call('POST', '/_sandbox/reset');
+    expect((await sandbox.call('GET', `/v1/shipments/${id}`)).status).toBe(404);
+  });
+
   it('are kept within a budget, the oldest making way, and never across a change', () => {
     const cache = new PageCache(10);
     cache.set('a', 1, 'aaaa');
