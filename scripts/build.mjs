@@ -23,11 +23,20 @@
  */
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { builtinModules, createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, posix, resolve } from 'node:path';
 import { build } from 'esbuild';
+import { parse as parseYaml } from 'yaml';
 
 // pino is bundled (its files then come compiled from the code cache: about 10 ms of a start); it is
 // used without transports, whose worker files a bundle could not find.
@@ -54,6 +63,20 @@ const common = {
   define: { BUILT_SANDBOX_VERSION: JSON.stringify(pkg.version) },
 };
 
+/**
+ * The built-in scenario files, read here so that a start parses no YAML (src/scenarios/files.ts checks
+ * them as it does any file). Read as that file reads them: the same extensions, sorted, no dotfiles.
+ */
+const builtScenarios = Object.fromEntries(
+  readdirSync('scenarios')
+    .filter((name) => !name.startsWith('.') && /\.(ya?ml|json)$/.test(name))
+    .sort()
+    .map((name) => {
+      const text = readFileSync(join('scenarios', name), 'utf8');
+      return [name, name.endsWith('.json') ? JSON.parse(text) : parseYaml(text)];
+    }),
+);
+
 /** The package's entries: what `exports` in package.json names. */
 const PACKAGE_ENTRIES = { index: 'src/index.ts', client: 'src/client/index.ts' };
 
@@ -71,7 +94,12 @@ await Promise.all([
     outdir: 'dist',
     outExtension: { '.js': '.cjs' },
     inject: ['src/build/import-meta-url.ts'],
-    define: { ...common.define, 'import.meta.url': 'importMetaUrl' },
+    define: {
+      ...common.define,
+      'import.meta.url': 'importMetaUrl',
+      // As JSON text: an object here would be a module of its own, initialised ahead of every other.
+      BUILT_SCENARIOS: JSON.stringify(JSON.stringify(builtScenarios)),
+    },
   }),
   // The client runs in merchants' programs and needs nothing of the server. openapi-fetch (15 KB) is
   // bundled into it: left outside, esbuild's interop for an ES-module package ("type": "module")

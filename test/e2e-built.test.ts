@@ -10,7 +10,7 @@ import { labelDocument } from '../src/labels/files.js';
 import { renderLabel } from '../src/labels/render/index.js';
 import { LabelStore } from '../src/labels/store.js';
 import { ShipmentStore } from '../src/shipments/store.js';
-import { DEFAULT_KEY, shipmentRequest } from './helpers.js';
+import { createTestSandbox, DEFAULT_KEY, shipmentRequest } from './helpers.js';
 
 /**
  * The built command (`dist/main.js`, the launcher, and the bundle it loads through V8's code cache), as
@@ -109,7 +109,10 @@ describe('the built command', () => {
       const control = (args: string[]) =>
         JSON.parse(execFileSync('node', ['dist/main.js', ...args, '--url', origin], { encoding: 'utf8' }));
       expect(control(['clock', 'freeze'])).toMatchObject({ frozen: true });
-      expect(control(['scenarios']).data.length).toBeGreaterThan(0);
+      // The build reads the built-in scenarios' files for the bundle: the same as the sources read.
+      const fromSources = await createTestSandbox().call('GET', '/_sandbox/scenarios');
+      expect(control(['scenarios'])).toEqual(fromSources.json);
+      expect(fromSources.json.data.length).toBeGreaterThan(0);
       expect(stderr()).toBe('');
     } finally {
       await stop(child);
