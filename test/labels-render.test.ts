@@ -238,6 +238,20 @@ describe('PDF labels', () => {
     expect(Math.min(...rectsDrawn)).toBeGreaterThan(20);
   });
 
+  it("keep the carrier's name in their title as it is, whatever its characters", async () => {
+    for (const name of ['Post (Express) \\ Co', 'Pöst Ωmega 東京 😀']) {
+      const doc = labelDoc('usps', '4x6', 'pdf', { carrier: { slug: 'usps', name } });
+      const pdf = await PDFDocument.load((await renderLabel(doc)).bytes, { updateMetadata: false });
+      expect(pdf.getTitle()).toBe(`${name} label ${doc.trackingNumber}`);
+      expect([pdf.getSubject(), pdf.getCreator(), pdf.getProducer()]).toEqual([
+        SAMPLE_MARK,
+        'Shipping Sandbox',
+        'Shipping Sandbox',
+      ]);
+      expect(pdf.getModificationDate()?.getTime()).toBe(doc.createdAt);
+    }
+  });
+
   it('have a cross-reference table that points at each of their objects', async () => {
     for (const [size, carrier] of CASES) {
       const file = Buffer.from((await renderLabel(labelDoc(carrier, size, 'pdf'))).bytes).toString('latin1');

@@ -12,7 +12,7 @@ import { pdfFile } from './pdf-file.js';
  *
  * The page is drawn in the layout's own units, printer dots from the top left: one matrix maps them
  * to points from the bottom left, so that bars, cells and boxes, whole dots, are written as the small
- * integers they are (formatting fractions of a point was a tenth of a render), and the barcodes' forms,
+ * integers they are (formatting fractions of a point was 7 % of a render), and the barcodes' forms,
  * painted under that matrix, are in dots too.
  */
 export async function renderPdf(doc: LabelDocument): Promise<Uint8Array> {
