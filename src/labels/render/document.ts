@@ -83,11 +83,19 @@ export function dimensionsText(parcel: Parcel): string {
 }
 
 let regionNames: Intl.DisplayNames | undefined;
+/** Names asked for before: ICU looks each one up anew, and a label names two countries three times. */
+const countryNames = new Map<string, string>();
 
 /** The country's English name, as carriers print it under an address. */
 export function countryName(code: string): string {
-  regionNames ??= new Intl.DisplayNames(['en'], { type: 'region', fallback: 'code' });
-  return regionNames.of(code) ?? code;
+  let name = countryNames.get(code);
+  if (name === undefined) {
+    regionNames ??= new Intl.DisplayNames(['en'], { type: 'region', fallback: 'code' });
+    name = regionNames.of(code) ?? code;
+    // Codes are two capital letters (the schema's), so the map holds a few hundred names at most.
+    countryNames.set(code, name);
+  }
+  return name;
 }
 
 /** Plain printable ASCII, for barcode payloads and the MaxiCode message: accents dropped, anything else `?`. */

@@ -37,8 +37,9 @@ export interface RenderThreadOptions {
 
 /**
  * Renders label files on up to `threads` worker threads (`--render-threads`), started on the first
- * render and stopped when idle. A render is 4 to 5 ms of CPU: on the event loop, ten first downloads
- * at once held every other request of every account for 50 ms, and used one core of several. The
+ * render and stopped when idle. A render is 2 to 3 ms of CPU (4 to 5 ms before PDFs were written
+ * directly), most of it bwip-js encoding the 2D symbol: on the event loop, ten first downloads at once
+ * held every other request of every account for 50 ms, and used one core of several. The
  * threads run the built worker beside the bundle (`dist/render-worker.cjs`); run from the TypeScript
  * sources (tests, `npm run dev`) there is none, and, as with `threads` 0, files render on the main
  * thread, to the same bytes, and nothing renders in the background.

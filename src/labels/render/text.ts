@@ -23,9 +23,16 @@ const HELVETICA_BOLD = [
 // Letters outside ASCII that have no ASCII base letter (Cyrillic, Greek, ...) are measured as a wide one.
 const OTHER_WIDTH = 722;
 
+const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
+
 export function textWidth(text: string, size: number, bold: boolean): number {
   const widths = bold ? HELVETICA_BOLD : HELVETICA;
   let units = 0;
+  // Most texts are plain ASCII, which has no marks to drop: measured without decomposing them.
+  if (PRINTABLE_ASCII.test(text)) {
+    for (let index = 0; index < text.length; index++) units += widths[text.charCodeAt(index) - 32] ?? 0;
+    return (units * size) / 1000;
+  }
   for (const char of text.normalize('NFD')) {
     const code = char.codePointAt(0) ?? 0;
     if (/\p{M}/u.test(char)) continue;
