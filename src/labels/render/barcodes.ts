@@ -1,9 +1,11 @@
 import { createRequire } from 'node:module';
+import { encodeDataMatrix } from './datamatrix.js';
 import { type BarcodeItem, PDF417 } from './layout.js';
 
 /**
  * Barcodes as shapes, for the PDF and PNG renderers (ZPL printers draw their own): bwip-js encodes the
- * layout's barcode items, and their bars, cells and MaxiCode hexagons are placed here in page dots.
+ * layout's barcode items (datamatrix.ts its DataMatrix symbols), and their bars, cells and MaxiCode
+ * hexagons are placed here in page dots.
  */
 
 /** What is used of bwip-js: encoding a symbol without drawing it. */
@@ -50,16 +52,7 @@ export async function barcodeShapes(item: BarcodeItem): Promise<BarcodeShape[]> 
     }
     case 'pdf417':
     case 'datamatrix': {
-      const options =
-        item.symbology === 'pdf417'
-          ? `columns=${PDF417.columns} eclevel=${PDF417.securityLevel} rowmult=${PDF417.rowModules}`
-          : '';
-      const [symbol] = bwipjs.raw(item.symbology, item.data, options);
-      const {
-        pixs = [],
-        pixx = 0,
-        pixy = 0,
-      } = (symbol ?? {}) as { pixs?: number[]; pixx?: number; pixy?: number };
+      const { pixs, pixx, pixy } = matrixSymbol(bwipjs, item);
       const rows = pixx > 0 ? pixs.length / pixx : 0;
       // PDF417 rows are several modules tall; bwip-js reports the symbol's full height in pixy.
       const cellHeight = rows > 0 ? (pixy / rows) * item.module : 0;
@@ -87,6 +80,37 @@ export async function barcodeShapes(item: BarcodeItem): Promise<BarcodeShape[]> 
     case 'maxicode':
       return maxiCodeShapes(bwipjs, item);
   }
+}
+
+/** A matrix symbol's modules, row by row, and its width and height (PDF417's in row modules). */
+interface MatrixSymbol {
+  pixs: ArrayLike<number>;
+  pixx: number;
+  pixy: number;
+}
+
+/**
+ * DataMatrix symbols come from datamatrix.ts, many times faster than bwip-js; bwip-js draws them
+ * still when that encoder declines the text, or when its ASCII-only symbol would not fit the box
+ * where bwip-js's other encodations might.
+ */
+function matrixSymbol(bwipjs: Bwip, item: BarcodeItem): MatrixSymbol {
+  if (item.symbology === 'datamatrix') {
+    try {
+      const { size, dark } = encodeDataMatrix(item.data);
+      if (size * item.module <= Math.min(item.width, item.height))
+        return { pixs: dark, pixx: size, pixy: size };
+    } catch {
+      // Not printable ASCII, or too long for any square symbol: bwip-js has the other encodations.
+    }
+  }
+  const options =
+    item.symbology === 'pdf417'
+      ? `columns=${PDF417.columns} eclevel=${PDF417.securityLevel} rowmult=${PDF417.rowModules}`
+      : '';
+  const [symbol] = bwipjs.raw(item.symbology, item.data, options);
+  const { pixs = [], pixx = 0, pixy = 0 } = (symbol ?? {}) as Partial<MatrixSymbol>;
+  return { pixs, pixx, pixy };
 }
 
 // MaxiCode geometry (ISO/IEC 16023) in module widths: 33 rows of 30 hexagons with vertical sides,
