@@ -1,6 +1,7 @@
 import { newId } from '../core/ids.js';
 import type { JsonText } from '../core/json.js';
 import { formatTimestamp } from '../core/time.js';
+import { accountKeyOf } from '../db/account-keys.js';
 import type { Db } from '../db/database.js';
 import { packBody, storedBody } from './packing.js';
 import type { EventEnvelope, EventType } from './schema.js';
@@ -31,17 +32,19 @@ export class EventStore {
 
   constructor(db: Db) {
     this.insert = db.prepare(
-      `INSERT INTO events (id, account_id, type, created_at, body, packed)
-       VALUES (@id, @accountId, @type, @createdAt, '', @packed)`,
+      `INSERT INTO events (id, account_id, account_key, type, created_at, body, packed)
+       VALUES (@id, @accountId, ${accountKeyOf('@accountId')}, @type, @createdAt, '', @packed)`,
     );
     this.selectRecent = db.prepare<[string, number], StoredBody>(
-      'SELECT body, packed FROM events WHERE account_id = ? ORDER BY seq DESC LIMIT ?',
+      `SELECT body, packed FROM events WHERE account_key = ${accountKeyOf('?')} ORDER BY seq DESC LIMIT ?`,
     );
     this.selectRecentOfType = db.prepare<[string, string, number], StoredBody>(
-      'SELECT body, packed FROM events WHERE account_id = ? AND type = ? ORDER BY seq DESC LIMIT ?',
+      `SELECT body, packed FROM events WHERE account_key = ${accountKeyOf('?')} AND type = ?
+       ORDER BY seq DESC LIMIT ?`,
     );
     this.selectBody = db.prepare<[string], StoredBody>('SELECT body, packed FROM events WHERE id = ?');
-    this.deleteAccountStatement = db.prepare('DELETE FROM events WHERE account_id = ?');
+    // By the account's key, as the indexes are (migration 16).
+    this.deleteAccountStatement = db.prepare(`DELETE FROM events WHERE account_key = ${accountKeyOf('?')}`);
   }
 
   /** Hears of every event recorded, inside the transaction that records it. */

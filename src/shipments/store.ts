@@ -2,6 +2,7 @@ import type { Address, Parcel } from '../addresses/schema.js';
 import { type JsonText, toJsonText } from '../core/json.js';
 import type { PagePosition } from '../core/paging.js';
 import { formatTimestamp } from '../core/time.js';
+import { accountKeyOf } from '../db/account-keys.js';
 import type { Db } from '../db/database.js';
 import type { Shipment, ShipmentStatus } from './schema.js';
 
@@ -113,6 +114,7 @@ export interface ListFilter {
  * The shipments table. Each row keeps the shipment's API JSON (`body`), written with the row and
  * rewritten by every change, beside the columns that lists, searches and counts filter on: a read
  * sends that text as it is, and a list joins its rows' texts, with nothing parsed or serialised again.
+ * Lists and searches find an account's rows by its key (migration 16).
  */
 export class ShipmentStore {
   private readonly insertStatement;
@@ -126,8 +128,8 @@ export class ShipmentStore {
 
   constructor(private readonly db: Db) {
     this.insertStatement = db.prepare(
-      `INSERT INTO shipments (id, account_id, status, carrier, reference, created_at, body)
-       VALUES (@id, @accountId, @status, @carrier, @reference, @createdAt, @body)`,
+      `INSERT INTO shipments (id, account_id, account_key, status, carrier, reference, created_at, body)
+       VALUES (@id, @accountId, ${accountKeyOf('@accountId')}, @status, @carrier, @reference, @createdAt, @body)`,
     );
     this.selectById = db.prepare<[string, string], ShipmentRow>(
       'SELECT * FROM shipments WHERE id = ? AND account_id = ?',
@@ -141,16 +143,18 @@ export class ShipmentStore {
     this.updateLabelStatement = db.prepare(
       'UPDATE shipments SET status = @status, tracking_number = @trackingNumber, body = @body WHERE seq = @seq',
     );
-    this.deleteAccountStatement = db.prepare('DELETE FROM shipments WHERE account_id = ?');
+    this.deleteAccountStatement = db.prepare(
+      `DELETE FROM shipments WHERE account_key = ${accountKeyOf('?')}`,
+    );
     this.searchStatement = db.prepare<Record<string, unknown>, string>(
       `SELECT body FROM shipments WHERE seq IN (
          SELECT seq FROM shipments WHERE id = @q AND account_id = @accountId
          UNION ALL
-         SELECT seq FROM (SELECT seq FROM shipments WHERE account_id = @accountId AND tracking_number = @q
-           LIMIT @scan)
+         SELECT seq FROM (SELECT seq FROM shipments
+           WHERE account_key = ${accountKeyOf('@accountId')} AND tracking_number = @q LIMIT @scan)
          UNION ALL
          SELECT seq FROM (SELECT seq FROM shipments
-           WHERE account_id = @accountId AND reference >= @q AND reference < @qEnd LIMIT @scan)
+           WHERE account_key = ${accountKeyOf('@accountId')} AND reference >= @q AND reference < @qEnd LIMIT @scan)
        ) AND (@status IS NULL OR status = @status)
        ORDER BY created_at DESC, seq DESC LIMIT @take`,
     );
@@ -306,8 +310,9 @@ export class ShipmentStore {
     return json ?? toJsonText(presentShipment(record));
   }
 
-  private filterClause(filter: ListFilter): string {
-    let where = 'account_id = @accountId';
+  /** Shipments are found by their account's key (see migration 16), their counts by its id. */
+  private filterClause(filter: ListFilter, account = `account_key = ${accountKeyOf('@accountId')}`): string {
+    let where = account;
     if (filter.status) where += ' AND status = @status';
     if (filter.carrier) where += ' AND carrier = @carrier';
     return where;
@@ -339,7 +344,9 @@ export class ShipmentStore {
     let statement = this.counts.get(shape);
     if (!statement) {
       statement = this.db
-        .prepare(`SELECT coalesce(sum(n), 0) FROM shipment_counts WHERE ${this.filterClause(filter)}`)
+        .prepare(
+          `SELECT coalesce(sum(n), 0) FROM shipment_counts WHERE ${this.filterClause(filter, 'account_id = @accountId')}`,
+        )
         .pluck();
       this.counts.set(shape, statement);
     }
