@@ -379,7 +379,7 @@ describe('schema 7 (smaller indexes)', () => {
   });
 });
 
-describe('schema 16 (account keys)', () => {
+describe('schema 16 (account keys, packed shipment bodies)', () => {
   const dirs: string[] = [];
   afterEach(() => {
     for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
@@ -535,6 +535,35 @@ describe('schema 16 (account keys)', () => {
     expect(new ShipmentStore(db).page('acct_second', {}, 10, undefined).bodies).toEqual(['{"id":"shp_raw"}']);
     expect(new EventStore(db).listText('acct_second', { limit: 10 })).toBe('{"data":[{}]}');
     expect(new ShipmentStore(db).page('acct_first', {}, 10, undefined).bodies).toEqual([]);
+    db.close();
+  });
+
+  it('stores new shipment bodies packed, and reads them back as written', () => {
+    const db = openDatabase(':memory:');
+    db.prepare(
+      `INSERT INTO accounts (id, name, plan, created_at, clock_anchor_real, clock_anchor_virtual, clock_speed)
+       VALUES ('acct_p', 'p', 'growth', ?, ?, ?, 1)`,
+    ).run(T0, T0, T0);
+    const store = new ShipmentStore(db);
+    const { json } = store.insert({
+      id: 'shp_packed',
+      accountId: 'acct_p',
+      status: 'created',
+      carrier: 'usps',
+      service: 'ground_advantage',
+      rate: { amount: '12.88', currency: 'USD' },
+      from: US_ORIGIN,
+      to: US_DESTINATION,
+      parcel: PARCEL,
+      reference: 'order-1',
+      createdAt: T0,
+    });
+    const stored = db.prepare("SELECT body FROM shipments WHERE id = 'shp_packed'").pluck().get() as string;
+    expect(stored.charCodeAt(0)).toBe(1);
+    expect(stored.length).toBeLessThan(json.length * 0.4);
+    expect(store.findJson('acct_p', 'shp_packed')).toBe(json);
+    expect(store.page('acct_p', {}, 10, undefined).bodies).toEqual([json]);
+    expect(store.search('acct_p', 'order-1', undefined, 10)).toEqual([json]);
     db.close();
   });
 });

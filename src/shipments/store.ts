@@ -4,6 +4,7 @@ import type { PagePosition } from '../core/paging.js';
 import { formatTimestamp } from '../core/time.js';
 import { accountKeyOf } from '../db/account-keys.js';
 import type { Db } from '../db/database.js';
+import { packShipmentBody, unpackShipmentBody } from './body-packing.js';
 import type { Shipment, ShipmentStatus } from './schema.js';
 
 type Statement = ReturnType<Db['prepare']>;
@@ -60,7 +61,7 @@ export interface ShipmentPage {
 }
 
 const toRecord = (row: ShipmentRow): ShipmentRecord => {
-  const shipment = JSON.parse(row.body) as Shipment;
+  const shipment = JSON.parse(unpackShipmentBody(row.body)) as Shipment;
   return {
     seq: row.seq,
     id: row.id,
@@ -111,10 +112,10 @@ export interface ListFilter {
 }
 
 /**
- * The shipments table. Each row keeps the shipment's API JSON (`body`), written with the row and
- * rewritten by every change, beside the columns that lists, searches and counts filter on: a read
- * sends that text as it is, and a list joins its rows' texts, with nothing parsed or serialised again.
- * Lists and searches find an account's rows by its key (migration 16).
+ * The shipments table. Each row keeps the shipment's API JSON (`body`, packed: body-packing.ts),
+ * written with the row and rewritten by every change, beside the columns that lists, searches and
+ * counts filter on: a read sends that text as it is, and a list joins its rows' texts, with nothing
+ * parsed or serialised again. Lists and searches find an account's rows by its key (migration 16).
  */
 export class ShipmentStore {
   private readonly insertStatement;
@@ -210,7 +211,8 @@ export class ShipmentStore {
 
   /** The shipment's JSON, as `GET /v1/shipments/:id` answers it; undefined as `find` would be. */
   findJson(accountId: string, id: string): JsonText<Shipment> | undefined {
-    return this.selectBodyById.get(id, accountId) as JsonText<Shipment> | undefined;
+    const body = this.selectBodyById.get(id, accountId) as string | undefined;
+    return body === undefined ? undefined : (unpackShipmentBody(body) as JsonText<Shipment>);
   }
 
   setStatus(
@@ -265,7 +267,7 @@ export class ShipmentStore {
     const places = edge.all(params) as PlaceRow[];
     const last = places[0];
     return {
-      bodies: bodies.all(params) as string[],
+      bodies: (bodies.all(params) as string[]).map(unpackShipmentBody),
       hasMore: places.length > 1,
       last: last && { createdAt: last.created_at, seq: last.seq },
     };
@@ -277,15 +279,17 @@ export class ShipmentStore {
    * `SEARCH_SCAN` rows, so a prefix that matches much of a large account costs a bounded read.
    */
   search(accountId: string, q: string, status: ShipmentStatus | undefined, limit: number): string[] {
-    return this.searchStatement.all({
-      accountId,
-      q,
-      // Every reference that starts with `q` sorts below `q` followed by the last code point.
-      qEnd: `${q}\u{10FFFF}`,
-      status: status ?? null,
-      scan: SEARCH_SCAN,
-      take: limit,
-    });
+    return this.searchStatement
+      .all({
+        accountId,
+        q,
+        // Every reference that starts with `q` sorts below `q` followed by the last code point.
+        qEnd: `${q}\u{10FFFF}`,
+        status: status ?? null,
+        scan: SEARCH_SCAN,
+        take: limit,
+      })
+      .map(unpackShipmentBody);
   }
 
   /** From the counts the triggers keep (see migration 6): a handful of rows, whatever the account's size. */
@@ -298,16 +302,19 @@ export class ShipmentStore {
   }
 
   /**
-   * The JSON a read answers: the shipment as its columns hold it. A reference is the one text the
-   * client chose that is stored in a column of its own, and SQLite's UTF-8 replaces a lone surrogate
-   * in it; reads have always answered the reference as stored, so the stored JSON says the same.
+   * The body to store: the JSON a read answers, the shipment as its columns hold it, packed. A
+   * reference is the one text the client chose that is stored in a column of its own, and SQLite's
+   * UTF-8 replaces a lone surrogate in it; reads have always answered the reference as stored, so the
+   * stored JSON says the same.
    */
   private storedBody(record: Omit<ShipmentRecord, 'seq' | 'accountId'>, json?: string): string {
     const { reference } = record;
     if (reference !== null && LONE_SURROGATE.test(reference)) {
-      return toJsonText(presentShipment({ ...record, reference: this.storedText.get(reference) as string }));
+      return packShipmentBody(
+        toJsonText(presentShipment({ ...record, reference: this.storedText.get(reference) as string })),
+      );
     }
-    return json ?? toJsonText(presentShipment(record));
+    return packShipmentBody(json ?? toJsonText(presentShipment(record)));
   }
 
   /** Shipments are found by their account's key (see migration 16), their counts by its id. */
