@@ -165,7 +165,7 @@ export class ShipmentService {
       has_more: hasMore,
     };
     const text = `{"data":[${bodies.join(',')}],"meta":${JSON.stringify(meta)}}` as JsonText<ShipmentList>;
-    this.pages.set(key, changes, text);
+    this.pages.offer(key, changes, text);
     return text;
   }
 }
