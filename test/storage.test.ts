@@ -7,7 +7,7 @@ import { newId } from '../src/core/ids.js';
 import { CursorCodec } from '../src/core/paging.js';
 import { type Db, MEMORY_PAGE_CACHE_KIB, MEMORY_PAGE_SIZE, openDatabase } from '../src/db/database.js';
 import { MIGRATIONS } from '../src/db/migrations.js';
-import { packBody, storedBody, unpackBody } from '../src/events/packing.js';
+import { packBody, packEnvelope, storedBody, unpackBody } from '../src/events/packing.js';
 import { EVENT_TYPES } from '../src/events/schema.js';
 import { EventStore } from '../src/events/store.js';
 import type { ShipmentList } from '../src/shipments/schema.js';
@@ -67,21 +67,56 @@ describe('event bodies, packed', () => {
           await sandbox.call('POST', `/_sandbox/shipments/${shipment.id}/advance`, { body: { status } });
       }
     }
-    const rows = sandbox.db.prepare('SELECT id, type, packed FROM events').all() as {
+    const rows = sandbox.db.prepare('SELECT id, type, created_at, body, packed FROM events').all() as {
       id: string;
       type: string;
+      created_at: number;
+      body: string;
       packed: Buffer;
     }[];
     expect(new Set(rows.map((row) => row.type))).toEqual(new Set(EVENT_TYPES));
     const listed = (await sandbox.call('GET', '/_sandbox/events?limit=1000')).text;
     for (const row of rows) {
-      const body = unpackBody(row.packed);
-      expect(packBody(body).equals(row.packed)).toBe(true);
+      // Stored without the head its row's columns hold (format 2, schema 16 on).
+      expect(row.packed[0]).toBe(2);
+      const body = storedBody(row);
+      expect(packEnvelope(body, row).equals(row.packed)).toBe(true);
       // The envelope is the JSON of what the list shows, and the list shows it unchanged.
       expect(JSON.stringify(JSON.parse(body))).toBe(body);
       expect(listed).toContain(body);
       expect(row.packed.length).toBeLessThan(Buffer.byteLength(body) * 0.65);
     }
+  });
+
+  it('leave out the id and time their row holds (format 2), and read back with the row byte for byte', () => {
+    const row = { id: newId('evt', T0 + 1_500), type: 'shipment.created', created_at: T0 + 1_500 };
+    for (const data of [
+      '{"id":"shp_1","status":"created"}',
+      JSON.stringify({ name: 'Zoë 東京 🚚', text: '","created_at":"\u0001 {"id":"evt_' }),
+      '{}',
+    ]) {
+      const body = `{"id":"${row.id}","event":"shipment.created","created_at":"2026-11-22T08:00:01Z","data":${data}}`;
+      const packed = packEnvelope(body, row);
+      expect(packed[0]).toBe(2);
+      expect(packed.length).toBe(packBody(body).length - 46);
+      expect(storedBody({ ...row, body: '', packed })).toBe(body);
+      expect(() => storedBody({ body: '', packed })).toThrow(/with its row/);
+      expect(() => unpackBody(packed)).toThrow(/with its row/);
+      expect(() => storedBody({ ...row, type: 'label.voided', body: '', packed })).toThrow(/not of its row/);
+    }
+    // An envelope that does not begin as its row says is kept whole, in format 1.
+    const other = `{"id":"${row.id}","event":"shipment.created","created_at":"2026-11-22T08:00:02Z","data":{}}`;
+    expect(packEnvelope(other, row)[0]).toBe(1);
+    expect(storedBody({ ...row, body: '', packed: packEnvelope(other, row) })).toBe(other);
+  });
+
+  it('keep reading format 2 (a format that has shipped must never change)', () => {
+    const row = { id: 'evt_01KMV0000000000000000000', type: 'label.voided', created_at: T0 };
+    const packed = Buffer.from('AgEFIiwiZGF0YSI6e319', 'base64');
+    // Written as format 2 shipped: format 1's codes, the head's id and time left out.
+    expect(storedBody({ ...row, body: '', packed })).toBe(
+      '{"id":"evt_01KMV0000000000000000000","event":"label.voided","created_at":"2026-11-22T08:00:00Z","data":{}}',
+    );
   });
 
   it('keep text holding raw control characters as it is (JSON never has them)', () => {

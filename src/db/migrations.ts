@@ -416,7 +416,8 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX events_by_account ON events (account_key);
   CREATE INDEX events_by_type ON events (account_key, type);
 
-  -- From here a shipment's \`body\` may be stored packed (src/shipments/body-packing.ts): a sandbox
-  -- of schema 15 or older, which would read it as JSON, refuses this database.
+  -- From here a shipment's \`body\` may be stored packed (src/shipments/body-packing.ts), and an
+  -- event's envelope without the id and time its row holds (format 2, src/events/packing.ts): a
+  -- sandbox of schema 15 or older, which would read neither, refuses this database.
   `,
 ];
