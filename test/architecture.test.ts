@@ -128,7 +128,7 @@ describe('the import rules', () => {
 });
 
 describe('the modules', () => {
-  it("own every table between them, each table once (the settings table is the database layer's)", () => {
+  it("own every table between them, each table once (the settings and account keys are the database layer's)", () => {
     const sandbox = createTestSandbox();
     const owned = sandbox.modules.flatMap((module) => module.tables);
     expect(owned.length).toBe(new Set(owned).size);
@@ -136,6 +136,6 @@ describe('the modules', () => {
       .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
       .pluck()
       .all() as string[];
-    expect([...owned, 'settings'].sort()).toEqual(tables.sort());
+    expect([...owned, 'settings', 'account_keys'].sort()).toEqual(tables.sort());
   });
 });

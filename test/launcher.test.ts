@@ -99,6 +99,28 @@ describe('the launcher', () => {
     expect(plain.launcher).toEqual([expect.stringMatching(/^code cache accepted/)]);
   });
 
+  it("stops V8's young generation growing once it serves, unless node's command line sizes it", async () => {
+    const served = await run([], SERVE, {
+      tmp: freshTmp(),
+      env: { NODE_DEBUG: 'shipping-sandbox-heap' },
+      until: /young generation at/,
+    });
+    const [, size, factor] =
+      /young generation at ([\d.]+) MiB: growth factor (\d+)/.exec(served.stderr) ?? [];
+    // At the cap or past it (starting took it there): no more growth; under it, growth to the cap.
+    if (Number(size) >= 8) expect(Number(factor)).toBe(1);
+    else expect(Number(size) * Number(factor)).toBe(8);
+
+    const sized = await run([...OTHER_V8_FLAGS, '--max-semi-space-size=4'], SERVE, {
+      tmp: freshTmp(),
+      env: { NODE_DEBUG: 'shipping-sandbox,shipping-sandbox-heap' },
+      // Written in the same turn as the young generation would be capped, just before.
+      until: /code cache (written|not written)/,
+    });
+    expect(sized.stdout).toMatch(/"ready":true/);
+    expect(sized.stderr).not.toMatch(/young generation/);
+  });
+
   it('compiles without a cache and keeps none with SANDBOX_CODE_CACHE=off', async () => {
     const tmp = freshTmp();
     const served = await run(OTHER_V8_FLAGS, SERVE, {

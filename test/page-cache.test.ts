@@ -62,6 +62,26 @@ describe('pages of the list, read again', () => {
     expect((await sandbox.call('GET', `/v1/shipments/${id}`)).status).toBe(404);
   });
 
+  it('are kept once asked for twice: a walk with the cursor, each page once, keeps none', () => {
+    const cache = new PageCache(1000);
+    for (let page = 0; page < 20; page++) cache.offer(`walk ${page}`, 1, `page ${page}`);
+    for (let page = 0; page < 20; page++) expect(cache.get(`walk ${page}`, 1)).toBeUndefined();
+    // Polled: the second answer is kept, and a kept page is kept again as its account changes.
+    cache.offer('first page', 1, 'v1');
+    expect(cache.get('first page', 1)).toBeUndefined();
+    cache.offer('first page', 1, 'v1');
+    expect(cache.get('first page', 1)).toBe('v1');
+    cache.offer('first page', 2, 'v2');
+    expect([cache.get('first page', 1), cache.get('first page', 2)]).toEqual([undefined, 'v2']);
+    // The pages asked for once are noted within a bound: past it they are forgotten, so a walk of
+    // any length keeps a bounded memory, and a page asked for again only later is kept then.
+    for (let page = 0; page < 10_000; page++) cache.offer(`long walk ${page}`, 1, 'p');
+    cache.offer('walk 3', 1, 'page 3');
+    expect(cache.get('walk 3', 1)).toBeUndefined();
+    cache.offer('walk 3', 1, 'page 3');
+    expect(cache.get('walk 3', 1)).toBe('page 3');
+  });
+
   it('are kept within a budget, the oldest making way, and never across a change', () => {
     const cache = new PageCache(10);
     cache.set('a', 1, 'aaaa');

@@ -3,13 +3,16 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_ACCOUNT } from '../src/accounts/default-account.js';
 import { testConfig } from '../src/config.js';
+import { FragmentCodec } from '../src/core/fragments.js';
 import { END_OF_TIME } from '../src/core/time.js';
 import { openDatabase } from '../src/db/database.js';
 import { MIGRATIONS } from '../src/db/migrations.js';
 import { type RunningSandbox, startServer } from '../src/server.js';
+import { packShipmentBody, unpackShipmentBody } from '../src/shipments/body-packing.js';
 import type { ShipmentStatus } from '../src/shipments/schema.js';
 import { presentShipment, type ShipmentRecord, ShipmentStore } from '../src/shipments/store.js';
 import {
@@ -117,6 +120,76 @@ describe("a shipment's JSON, kept with its row", () => {
     expect(read.json.reference).not.toBe(created.json.reference);
     expect(read.json.reference).toMatch(/^half \ufffd+ of an emoji$/);
     expect(read.text).toContain('"name":"Ann \\udc00"');
+  });
+});
+
+describe("a shipment's JSON, stored packed", () => {
+  const example = (overrides: Partial<Parameters<typeof presentShipment>[0]> = {}) =>
+    JSON.stringify(
+      presentShipment({
+        id: 'shp_01JD3S5Z7QK2N8W4X6Y9A0B1C2',
+        status: 'created',
+        carrier: 'usps',
+        service: 'ground_advantage',
+        rate: { amount: '12.88', currency: 'USD' },
+        from: US_ORIGIN,
+        to: US_DESTINATION,
+        parcel: PARCEL,
+        reference: 'order-1042',
+        trackingNumber: null,
+        labelId: null,
+        createdAt: T0,
+        cancelledAt: null,
+        ...overrides,
+      }),
+    );
+
+  it('reads back byte for byte, whatever the text (JSON or not)', () => {
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary' }), (text) => {
+        expect(unpackShipmentBody(packShipmentBody(`{${text}`))).toBe(`{${text}`);
+      }),
+    );
+    fc.assert(
+      fc.property(fc.jsonValue(), fc.string({ unit: 'binary' }), (value, name) => {
+        const json = example({ from: { ...US_ORIGIN, name }, reference: JSON.stringify(value) });
+        expect(unpackShipmentBody(packShipmentBody(json))).toBe(json);
+      }),
+    );
+  });
+
+  it('is under two fifths of its text for the example shipment, labelled or not', () => {
+    const created = example();
+    expect(packShipmentBody(created).length).toBeLessThan(created.length * 0.4);
+    const labelled = example({
+      status: 'label_generated',
+      trackingNumber: '9400100000000000000000',
+      labelId: 'lbl_01',
+    });
+    expect(packShipmentBody(labelled).length).toBeLessThan(labelled.length * 0.45);
+  });
+
+  it('keeps text holding raw control characters as it is, and reads rows written before packing', () => {
+    expect(packShipmentBody('{"a":"\u0001"}')).toBe('{"a":"\u0001"}');
+    const plain = example();
+    expect(unpackShipmentBody(plain)).toBe(plain);
+  });
+
+  it('keeps reading format 1 (a format that has shipped must never change)', () => {
+    // Packed in format 1 when it shipped; editing its table of fragments would break stored rows.
+    const stored =
+      '\u0001\u000101JD3S5Z7QK2N8W4X6Y9A0B1C2\u0002\u0007ground_advantage\u000b12.88\u000cAda Lovelace' +
+      '\u001eAnalytical Engines\u000d417 Montgomery St\u001f!Floor 5\u000eSan Francisco\u000fCA\u001094104' +
+      '\u0011US\u0012Grace Hopper\u000d350 5th Ave\u000eNew York\u000fNY\u001010118\u0011US\u00131200\u001430' +
+      '\u001520\u001610\u0017"order-1042"\u00182026-11-22T08:00:00Z\u001c';
+    expect(unpackShipmentBody(stored)).toBe(example());
+    expect(packShipmentBody(example())).toBe(stored);
+  });
+
+  it('names its format, and an unknown format or code is an error, not garbage', () => {
+    expect(() => unpackShipmentBody('\u0009{}')).toThrow(/unknown format \(9\)/);
+    expect(() => unpackShipmentBody('\u0001{\u001f~}')).toThrow(/code/);
+    expect(() => new FragmentCodec(Array.from({ length: 125 }, (_, i) => `"${i}"`))).toThrow(/124/);
   });
 });
 
@@ -272,6 +345,8 @@ describe('the migration that keeps JSON with each shipment', () => {
         'created_at',
         'cancelled_at',
         'body',
+        // Schema 16's: the account's key, which the indexes lead with.
+        'account_key',
       ]);
       expect(db.pragma('integrity_check', { simple: true })).toBe('ok');
       expect(db.pragma('foreign_key_check')).toEqual([]);
@@ -361,7 +436,7 @@ describe('the tracking-number index', () => {
       .pluck()
       .get();
     expect(definition).toMatch(
-      /ON shipments \(account_id, tracking_number\)\s+WHERE tracking_number IS NOT NULL$/,
+      /ON shipments \(account_key, tracking_number\)\s+WHERE tracking_number IS NOT NULL$/,
     );
     const { id } = await sandbox.newShipment();
     await sandbox.newShipment();
@@ -370,9 +445,9 @@ describe('the tracking-number index', () => {
     expect(found.json.data.map((shipment: { id: string }) => shipment.id)).toEqual([id]);
     const plan = sandbox.db
       .prepare(
-        'EXPLAIN QUERY PLAN SELECT seq FROM shipments WHERE account_id = ? AND tracking_number = ? LIMIT 10',
+        'EXPLAIN QUERY PLAN SELECT seq FROM shipments WHERE account_key = ? AND tracking_number = ? LIMIT 10',
       )
-      .all('acct', 'number') as { detail: string }[];
+      .all(1, 'number') as { detail: string }[];
     expect(plan.map((step) => step.detail)).toEqual([
       expect.stringMatching(/USING COVERING INDEX shipments_by_tracking_number/),
     ]);

@@ -7,7 +7,7 @@ import { newId } from '../src/core/ids.js';
 import { CursorCodec } from '../src/core/paging.js';
 import { type Db, MEMORY_PAGE_CACHE_KIB, MEMORY_PAGE_SIZE, openDatabase } from '../src/db/database.js';
 import { MIGRATIONS } from '../src/db/migrations.js';
-import { packBody, storedBody, unpackBody } from '../src/events/packing.js';
+import { packBody, packEnvelope, storedBody, unpackBody } from '../src/events/packing.js';
 import { EVENT_TYPES } from '../src/events/schema.js';
 import { EventStore } from '../src/events/store.js';
 import type { ShipmentList } from '../src/shipments/schema.js';
@@ -67,21 +67,56 @@ describe('event bodies, packed', () => {
           await sandbox.call('POST', `/_sandbox/shipments/${shipment.id}/advance`, { body: { status } });
       }
     }
-    const rows = sandbox.db.prepare('SELECT id, type, packed FROM events').all() as {
+    const rows = sandbox.db.prepare('SELECT id, type, created_at, body, packed FROM events').all() as {
       id: string;
       type: string;
+      created_at: number;
+      body: string;
       packed: Buffer;
     }[];
     expect(new Set(rows.map((row) => row.type))).toEqual(new Set(EVENT_TYPES));
     const listed = (await sandbox.call('GET', '/_sandbox/events?limit=1000')).text;
     for (const row of rows) {
-      const body = unpackBody(row.packed);
-      expect(packBody(body).equals(row.packed)).toBe(true);
+      // Stored without the head its row's columns hold (format 2, schema 16 on).
+      expect(row.packed[0]).toBe(2);
+      const body = storedBody(row);
+      expect(packEnvelope(body, row).equals(row.packed)).toBe(true);
       // The envelope is the JSON of what the list shows, and the list shows it unchanged.
       expect(JSON.stringify(JSON.parse(body))).toBe(body);
       expect(listed).toContain(body);
       expect(row.packed.length).toBeLessThan(Buffer.byteLength(body) * 0.65);
     }
+  });
+
+  it('leave out the id and time their row holds (format 2), and read back with the row byte for byte', () => {
+    const row = { id: newId('evt', T0 + 1_500), type: 'shipment.created', created_at: T0 + 1_500 };
+    for (const data of [
+      '{"id":"shp_1","status":"created"}',
+      JSON.stringify({ name: 'Zoë 東京 🚚', text: '","created_at":"\u0001 {"id":"evt_' }),
+      '{}',
+    ]) {
+      const body = `{"id":"${row.id}","event":"shipment.created","created_at":"2026-11-22T08:00:01Z","data":${data}}`;
+      const packed = packEnvelope(body, row);
+      expect(packed[0]).toBe(2);
+      expect(packed.length).toBe(packBody(body).length - 46);
+      expect(storedBody({ ...row, body: '', packed })).toBe(body);
+      expect(() => storedBody({ body: '', packed })).toThrow(/with its row/);
+      expect(() => unpackBody(packed)).toThrow(/with its row/);
+      expect(() => storedBody({ ...row, type: 'label.voided', body: '', packed })).toThrow(/not of its row/);
+    }
+    // An envelope that does not begin as its row says is kept whole, in format 1.
+    const other = `{"id":"${row.id}","event":"shipment.created","created_at":"2026-11-22T08:00:02Z","data":{}}`;
+    expect(packEnvelope(other, row)[0]).toBe(1);
+    expect(storedBody({ ...row, body: '', packed: packEnvelope(other, row) })).toBe(other);
+  });
+
+  it('keep reading format 2 (a format that has shipped must never change)', () => {
+    const row = { id: 'evt_01KMV0000000000000000000', type: 'label.voided', created_at: T0 };
+    const packed = Buffer.from('AgEFIiwiZGF0YSI6e319', 'base64');
+    // Written as format 2 shipped: format 1's codes, the head's id and time left out.
+    expect(storedBody({ ...row, body: '', packed })).toBe(
+      '{"id":"evt_01KMV0000000000000000000","event":"label.voided","created_at":"2026-11-22T08:00:00Z","data":{}}',
+    );
   });
 
   it('keep text holding raw control characters as it is (JSON never has them)', () => {
@@ -266,7 +301,7 @@ describe('schema 7 (smaller indexes)', () => {
     }
 
     const lists = [
-      ...new Set(prepared.filter((sql) => /^SELECT [\w, ]+ FROM shipments WHERE account_id/.test(sql))),
+      ...new Set(prepared.filter((sql) => /^SELECT [\w, ]+ FROM shipments WHERE account_(id|key)/.test(sql))),
     ];
     expect(lists.length).toBeGreaterThanOrEqual(8);
     for (const sql of lists) {
@@ -280,10 +315,12 @@ describe('schema 7 (smaller indexes)', () => {
           take: 21,
         }) as { detail: string }[]
       ).map((step) => step.detail);
-      // An index search in the list's order: no scan of the table, no sort of its rows.
-      expect(plan, sql).toEqual([
-        expect.stringMatching(/^SEARCH shipments USING (COVERING )?INDEX shipments_page/),
-      ]);
+      // An index search in the list's order: no scan of the table, no sort of its rows (and the
+      // account's key, looked up once: migration 16).
+      expect(
+        plan.filter((step) => !/^SCALAR SUBQUERY|^SEARCH account_keys /.test(step)),
+        sql,
+      ).toEqual([expect.stringMatching(/^SEARCH shipments USING (COVERING )?INDEX shipments_page/)]);
     }
   });
 
@@ -365,14 +402,204 @@ describe('schema 7 (smaller indexes)', () => {
       expect(new EventStore(db).body('evt_old')).toBe(body);
       const definition = (name: string) =>
         db.prepare("SELECT sql FROM sqlite_schema WHERE type = 'index' AND name = ?").pluck().get(name);
+      // Ascending (schema 7), on the account's key since schema 16.
       expect(definition('shipments_page')).toBe(
-        'CREATE INDEX shipments_page ON shipments (account_id, created_at)',
+        'CREATE INDEX shipments_page ON shipments (account_key, created_at)',
       );
-      expect(definition('events_by_account')).toBe('CREATE INDEX events_by_account ON events (account_id)');
+      expect(definition('events_by_account')).toBe('CREATE INDEX events_by_account ON events (account_key)');
       expect(db.pragma('integrity_check', { simple: true })).toBe('ok');
     } finally {
       db.close();
     }
+  });
+});
+
+describe('schema 16 (account keys, packed shipment bodies)', () => {
+  const dirs: string[] = [];
+  afterEach(() => {
+    for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** Shipments (their JSON as it is) and their events, in three accounts, written as schema 15 wrote them. */
+  function schema15(file: string) {
+    const db = new Database(file);
+    db.pragma('foreign_keys = ON');
+    for (const migration of MIGRATIONS.slice(0, 15)) db.exec(migration);
+    db.pragma('user_version = 15');
+    const accounts = ['acct_a', 'acct_b', 'acct_c'];
+    for (const id of accounts) {
+      db.prepare(
+        `INSERT INTO accounts (id, name, plan, created_at, clock_anchor_real, clock_anchor_virtual, clock_speed)
+         VALUES (?, ?, 'growth', ?, ?, ?, 1)`,
+      ).run(id, id, T0, T0, T0);
+    }
+    const shipment = db.prepare(
+      `INSERT INTO shipments (id, account_id, status, carrier, reference, tracking_number, created_at, body)
+       VALUES (@id, @account, @status, @carrier, @reference, @tracking, @createdAt, @body)`,
+    );
+    const event = db.prepare(
+      `INSERT INTO events (id, account_id, type, created_at, body, packed)
+       VALUES (@id, @account, 'shipment.created', @createdAt, '', @packed)`,
+    );
+    const bodies = new Map<string, string>();
+    for (let i = 0; i < 60; i++) {
+      // Accounts a and b take turns; c has none.
+      const account = accounts[i % 2] as string;
+      const id = `shp_${String(i).padStart(4, '0')}`;
+      const status = i % 3 ? 'created' : 'label_generated';
+      const body = JSON.stringify({ id, status, carrier: i % 4 ? 'ups' : 'usps', reference: `order-${i}` });
+      bodies.set(id, body);
+      shipment.run({
+        id,
+        account,
+        status,
+        carrier: i % 4 ? 'ups' : 'usps',
+        reference: `order-${i}`,
+        tracking: status === 'label_generated' ? `1Z${i}` : null,
+        createdAt: T0 + i,
+        body,
+      });
+      const envelope = `{"id":"evt_${i}","event":"shipment.created","created_at":"2026-11-22T08:00:00Z","data":${body}}`;
+      event.run({ id: `evt_${i}`, account, createdAt: T0 + i, packed: packBody(envelope) });
+    }
+    const counts = db.prepare('SELECT * FROM shipment_counts ORDER BY 1, 2, 3').all();
+    db.close();
+    return { bodies, counts };
+  }
+
+  it('upgrades a database of schema 15: every row kept, each account listing, searching and counting its own', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sandbox-storage-'));
+    dirs.push(dir);
+    const file = join(dir, 'sandbox.db');
+    const { bodies, counts } = schema15(file);
+
+    const db = openDatabase(file);
+    try {
+      expect(db.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length);
+      const keys = db.prepare('SELECT account_id, key FROM account_keys ORDER BY key').all();
+      expect(keys).toEqual([
+        { account_id: 'acct_a', key: 1 },
+        { account_id: 'acct_b', key: 2 },
+        { account_id: 'acct_c', key: 3 },
+      ]);
+      expect(
+        db
+          .prepare(
+            `SELECT count(*) FROM shipments s JOIN account_keys k ON k.account_id = s.account_id
+             WHERE s.account_key IS NOT k.key`,
+          )
+          .pluck()
+          .get(),
+      ).toBe(0);
+      expect(db.prepare('SELECT count(*) FROM events WHERE account_key IS NULL').pluck().get()).toBe(0);
+
+      const store = new ShipmentStore(db);
+      const events = new EventStore(db);
+      for (const [account, parity] of [
+        ['acct_a', 0],
+        ['acct_b', 1],
+      ] as const) {
+        const own = [...bodies.keys()].filter((_, i) => i % 2 === parity).reverse();
+        const page = store.page(account, {}, 100, undefined);
+        // The bodies written before schema 16 read as they were, newest first, the account's only.
+        expect(page.bodies).toEqual(own.map((id) => bodies.get(id)));
+        expect(store.page(account, { status: 'label_generated' }, 100, undefined).bodies).toEqual(
+          own
+            .filter((id) => JSON.parse(bodies.get(id) as string).status === 'label_generated')
+            .map((id) => bodies.get(id)),
+        );
+        expect(store.count(account, {})).toBe(30);
+        const listed = JSON.parse(events.listText(account, { limit: 100 })).data as { id: string }[];
+        expect(listed).toHaveLength(30);
+        expect(listed.every(({ id }) => Number(id.slice(4)) % 2 === parity)).toBe(true);
+      }
+      expect(store.search('acct_a', 'order-1', undefined, 100).map((body) => JSON.parse(body).id)).toEqual(
+        // order-1, order-10..19 of account a: the even ones.
+        ['shp_0018', 'shp_0016', 'shp_0014', 'shp_0012', 'shp_0010'],
+      );
+      expect(store.search('acct_b', '1Z3', undefined, 10).map((body) => JSON.parse(body).id)).toEqual([
+        'shp_0003',
+      ]);
+      expect(store.search('acct_a', '1Z3', undefined, 10)).toEqual([]);
+      expect(store.page('acct_c', {}, 100, undefined).bodies).toEqual([]);
+      expect(db.prepare('SELECT * FROM shipment_counts ORDER BY 1, 2, 3').all()).toEqual(counts);
+      expect(db.pragma('integrity_check', { simple: true })).toBe('ok');
+      expect(db.pragma('foreign_key_check')).toEqual([]);
+
+      // A reset deletes the account's rows, and no other's.
+      store.deleteAccount('acct_a');
+      events.deleteAccount('acct_a');
+      expect(store.page('acct_a', {}, 100, undefined).bodies).toEqual([]);
+      expect(store.page('acct_b', {}, 100, undefined).bodies).toHaveLength(30);
+      expect(JSON.parse(events.listText('acct_b', { limit: 100 })).data).toHaveLength(30);
+    } finally {
+      db.close();
+    }
+  });
+
+  it("gives each new account a key of its own, and a row written without one its account's", () => {
+    const db = openDatabase(':memory:');
+    const insertAccount = db.prepare(
+      `INSERT INTO accounts (id, name, plan, created_at, clock_anchor_real, clock_anchor_virtual, clock_speed)
+       VALUES (?, 'n', 'growth', ?, ?, ?, 1)`,
+    );
+    insertAccount.run('acct_first', T0, T0, T0);
+    insertAccount.run('acct_second', T0, T0, T0);
+    const keyOf = (id: string) =>
+      db.prepare('SELECT key FROM account_keys WHERE account_id = ?').pluck().get(id);
+    expect(keyOf('acct_second')).toBeGreaterThan(keyOf('acct_first') as number);
+    // A rolled-back account leaves no key behind, and the next account still gets one of its own.
+    expect(() =>
+      db.transaction(() => {
+        insertAccount.run('acct_gone', T0, T0, T0);
+        throw new Error('changed my mind');
+      })(),
+    ).toThrow('changed my mind');
+    expect(keyOf('acct_gone')).toBeUndefined();
+    insertAccount.run('acct_third', T0, T0, T0);
+    expect(new Set([keyOf('acct_first'), keyOf('acct_second'), keyOf('acct_third')]).size).toBe(3);
+
+    // SQL that names only the account's id (as schema 15 wrote rows) still files the row under its key.
+    db.prepare(
+      `INSERT INTO shipments (id, account_id, status, carrier, created_at, body)
+       VALUES ('shp_raw', 'acct_second', 'created', 'ups', ?, '{"id":"shp_raw"}')`,
+    ).run(T0);
+    db.prepare(
+      "INSERT INTO events (id, account_id, type, created_at, body) VALUES ('evt_raw', 'acct_second', 'shipment.created', ?, '{}')",
+    ).run(T0);
+    expect(new ShipmentStore(db).page('acct_second', {}, 10, undefined).bodies).toEqual(['{"id":"shp_raw"}']);
+    expect(new EventStore(db).listText('acct_second', { limit: 10 })).toBe('{"data":[{}]}');
+    expect(new ShipmentStore(db).page('acct_first', {}, 10, undefined).bodies).toEqual([]);
+    db.close();
+  });
+
+  it('stores new shipment bodies packed, and reads them back as written', () => {
+    const db = openDatabase(':memory:');
+    db.prepare(
+      `INSERT INTO accounts (id, name, plan, created_at, clock_anchor_real, clock_anchor_virtual, clock_speed)
+       VALUES ('acct_p', 'p', 'growth', ?, ?, ?, 1)`,
+    ).run(T0, T0, T0);
+    const store = new ShipmentStore(db);
+    const { json } = store.insert({
+      id: 'shp_packed',
+      accountId: 'acct_p',
+      status: 'created',
+      carrier: 'usps',
+      service: 'ground_advantage',
+      rate: { amount: '12.88', currency: 'USD' },
+      from: US_ORIGIN,
+      to: US_DESTINATION,
+      parcel: PARCEL,
+      reference: 'order-1',
+      createdAt: T0,
+    });
+    const stored = db.prepare("SELECT body FROM shipments WHERE id = 'shp_packed'").pluck().get() as string;
+    expect(stored.charCodeAt(0)).toBe(1);
+    expect(stored.length).toBeLessThan(json.length * 0.4);
+    expect(store.findJson('acct_p', 'shp_packed')).toBe(json);
+    expect(store.page('acct_p', {}, 10, undefined).bodies).toEqual([json]);
+    expect(store.search('acct_p', 'order-1', undefined, 10)).toEqual([json]);
+    db.close();
   });
 });
 

@@ -10,8 +10,12 @@ export const DATABASE_FILE = 'sandbox.db';
 /** The page size of an in-memory database (see openInMemory): SQLite's default, as in a file. */
 export const MEMORY_PAGE_SIZE = 4096;
 
-/** The page cache of an in-memory database, in KiB: its pages live in one buffer beside it (see openInMemory). */
-export const MEMORY_PAGE_CACHE_KIB = 2048;
+/**
+ * The page cache of an in-memory database, in KiB: its pages live in one buffer beside it (see
+ * openInMemory), from which a page missing here is a copy away. 2 MiB held 2.5 MiB more of the C heap
+ * with 100,000 shipments than 512 KiB, for the same CPU a request within the noise.
+ */
+export const MEMORY_PAGE_CACHE_KIB = 512;
 
 /** Where the database lives: `:memory:` or `<data dir>/sandbox.db` (the directory is created). */
 export function databaseLocation(options: { memory: boolean; dataDir: string }): string {

@@ -1,3 +1,5 @@
+import { formatTimestamp } from '../core/time.js';
+
 /**
  * Event envelopes are stored packed. An envelope is its JSON keys as much as its values (a
  * `shipment.created` repeats the whole shipment), so packing replaces the API's fixed fragments of
@@ -20,6 +22,13 @@
 const PLAIN = 0;
 /** Format 1: UTF-8 text with the fragments of `FRAGMENTS_1` replaced by codes. */
 const FRAGMENTS_1_FORMAT = 1;
+/**
+ * Format 2 (schema 16 on): format 1 of the envelope without its id (after `evt_`) and its time, which
+ * the row's own columns hold: 46 bytes fewer an event, 4.4 MiB of 100,000 shipments' events. Reading
+ * it needs the row (`storedBody`); the head is written again exactly as `EventStore.record` wrote it,
+ * and packing checks that it was (`packEnvelope`), so an envelope of any other shape stays format 1.
+ */
+const WITHOUT_HEAD_FORMAT = 2;
 
 /** Most frequent first: the first 30 get one character (U+0001 to U+001E), the rest two (U+001F, then a letter). */
 const FRAGMENTS_1: readonly string[] = [
@@ -109,17 +118,66 @@ export function unpackBody(packed: Uint8Array): string {
     case PLAIN:
       return text;
     case FRAGMENTS_1_FORMAT:
-      return text.replace(FIND_CODES_1, (code) => {
-        const fragment = FRAGMENT_OF_CODE_1.get(code);
-        if (fragment === undefined) throw new Error('An event body holds a code that no fragment has.');
-        return fragment;
-      });
+      return unpackFragments1(text);
+    case WITHOUT_HEAD_FORMAT:
+      throw new Error('An event body packed without its head (format 2) is read with its row.');
     default:
       throw new Error(`An event body packed in an unknown format (${packed[0]}).`);
   }
 }
 
+function unpackFragments1(text: string): string {
+  return text.replace(FIND_CODES_1, (code) => {
+    const fragment = FRAGMENT_OF_CODE_1.get(code);
+    if (fragment === undefined) throw new Error('An event body holds a code that no fragment has.');
+    return fragment;
+  });
+}
+
+/** What of an event's row its envelope begins with. */
+export interface EnvelopeHead {
+  id: string;
+  type: string;
+  created_at: number;
+}
+
+/** The envelope's beginning, up to its data, as `EventStore.record` writes it. */
+function head(row: EnvelopeHead): string {
+  return `{"id":${JSON.stringify(row.id)},"event":${JSON.stringify(row.type)},"created_at":${JSON.stringify(
+    formatTimestamp(row.created_at),
+  )},"data":`;
+}
+
+/** The same without the id's ULID and the time, as format 2 keeps it. */
+const hollowHead = (row: EnvelopeHead) =>
+  `{"id":"evt_","event":${JSON.stringify(row.type)},"created_at":"","data":`;
+
+/** The envelope as stored for its row: format 2 when it begins as the row says, else `packBody`'s. */
+export function packEnvelope(body: string, row: EnvelopeHead): Buffer {
+  const full = head(row);
+  if (row.id.startsWith('evt_') && body.startsWith(full)) {
+    const packed = packBody(hollowHead(row) + body.slice(full.length));
+    if (packed[0] === FRAGMENTS_1_FORMAT) {
+      packed[0] = WITHOUT_HEAD_FORMAT;
+      return packed;
+    }
+  }
+  return packBody(body);
+}
+
 /** A stored event's envelope: packed, or (rows from before packing) as it was written. */
-export function storedBody(row: { body: string; packed: Uint8Array | null }): string {
-  return row.packed === null ? row.body : unpackBody(row.packed);
+export function storedBody(row: { body: string; packed: Uint8Array | null } & Partial<EnvelopeHead>): string {
+  if (row.packed === null) return row.body;
+  if (row.packed[0] !== WITHOUT_HEAD_FORMAT) return unpackBody(row.packed);
+  const { id, type, created_at } = row;
+  if (id === undefined || type === undefined || created_at === undefined) {
+    throw new Error('An event body packed without its head (format 2) is read with its row.');
+  }
+  const packed = row.packed;
+  const text = unpackFragments1(
+    Buffer.from(packed.buffer, packed.byteOffset, packed.byteLength).toString('utf8', 1),
+  );
+  const hollow = hollowHead({ id, type, created_at });
+  if (!text.startsWith(hollow)) throw new Error('An event body packed without its head is not of its row.');
+  return head({ id, type, created_at }) + text.slice(hollow.length);
 }

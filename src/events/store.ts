@@ -1,11 +1,15 @@
 import { newId } from '../core/ids.js';
 import type { JsonText } from '../core/json.js';
 import { formatTimestamp } from '../core/time.js';
+import { accountKeyOf } from '../db/account-keys.js';
 import type { Db } from '../db/database.js';
-import { packBody, storedBody } from './packing.js';
+import { packEnvelope, storedBody } from './packing.js';
 import type { EventEnvelope, EventType } from './schema.js';
 
-type StoredBody = { body: string; packed: Buffer | null };
+/** What an envelope is read back from: format 2 needs the row's id, type and time (packing.ts). */
+type StoredBody = { id: string; type: string; created_at: number; body: string; packed: Buffer | null };
+
+const STORED = 'id, type, created_at, body, packed';
 
 /** An event as recorded: its envelope's exact bytes, which every webhook and every retry sends. */
 export interface RecordedEvent {
@@ -31,17 +35,19 @@ export class EventStore {
 
   constructor(db: Db) {
     this.insert = db.prepare(
-      `INSERT INTO events (id, account_id, type, created_at, body, packed)
-       VALUES (@id, @accountId, @type, @createdAt, '', @packed)`,
+      `INSERT INTO events (id, account_id, account_key, type, created_at, body, packed)
+       VALUES (@id, @accountId, ${accountKeyOf('@accountId')}, @type, @createdAt, '', @packed)`,
     );
     this.selectRecent = db.prepare<[string, number], StoredBody>(
-      'SELECT body, packed FROM events WHERE account_id = ? ORDER BY seq DESC LIMIT ?',
+      `SELECT ${STORED} FROM events WHERE account_key = ${accountKeyOf('?')} ORDER BY seq DESC LIMIT ?`,
     );
     this.selectRecentOfType = db.prepare<[string, string, number], StoredBody>(
-      'SELECT body, packed FROM events WHERE account_id = ? AND type = ? ORDER BY seq DESC LIMIT ?',
+      `SELECT ${STORED} FROM events WHERE account_key = ${accountKeyOf('?')} AND type = ?
+       ORDER BY seq DESC LIMIT ?`,
     );
-    this.selectBody = db.prepare<[string], StoredBody>('SELECT body, packed FROM events WHERE id = ?');
-    this.deleteAccountStatement = db.prepare('DELETE FROM events WHERE account_id = ?');
+    this.selectBody = db.prepare<[string], StoredBody>(`SELECT ${STORED} FROM events WHERE id = ?`);
+    // By the account's key, as the indexes are (migration 16).
+    this.deleteAccountStatement = db.prepare(`DELETE FROM events WHERE account_key = ${accountKeyOf('?')}`);
   }
 
   /** Hears of every event recorded, inside the transaction that records it. */
@@ -65,7 +71,13 @@ export class EventStore {
     const body = `{"id":${JSON.stringify(id)},"event":${JSON.stringify(type)},"created_at":${JSON.stringify(
       formatTimestamp(now),
     )},"data":${data}}` as JsonText<EventEnvelope>;
-    this.insert.run({ id, accountId, type, createdAt: now, packed: packBody(body) });
+    this.insert.run({
+      id,
+      accountId,
+      type,
+      createdAt: now,
+      packed: packEnvelope(body, { id, type, created_at: now }),
+    });
     const event: RecordedEvent = { id, accountId, type, createdAt: now, body };
     if (announce) for (const subscriber of this.subscribers) subscriber(event);
     return event;

@@ -103,7 +103,7 @@ export class ShipmentService {
     if (read !== undefined) return read as JsonText<Shipment>;
     const json = store.findJson(actor.accountId, id);
     if (json === undefined) throw notFound('shipment', id);
-    this.reads.set(key, changes, json);
+    this.reads.offer(key, changes, json);
     return json;
   }
 
@@ -173,7 +173,7 @@ export class ShipmentService {
       has_more: hasMore,
     };
     const text = `{"data":[${bodies.join(',')}],"meta":${JSON.stringify(meta)}}` as JsonText<ShipmentList>;
-    this.pages.set(key, changes, text);
+    this.pages.offer(key, changes, text);
     return text;
   }
 }
