@@ -35,16 +35,17 @@ export function holdYoungGeneration(): void {
 /** Lets the young generation grow to the cap, and no further (see `holdYoungGeneration`). */
 export function capYoungGeneration(): void {
   if (sizedByTheCommandLine()) return;
-  const steer = () => {
+  const steer = (always = false) => {
     const size = newSpaceSize();
     const wanted =
       size > 0 && size < YOUNG_GENERATION_CAP ? Math.max(2, Math.floor(YOUNG_GENERATION_CAP / size)) : 1;
-    if (wanted === factor) return;
-    setGrowthFactor(wanted);
+    if (wanted !== factor) setGrowthFactor(wanted);
+    else if (!always) return;
     debug(`young generation at ${size / 1024 / 1024} MiB: growth factor ${wanted}`);
   };
-  new PerformanceObserver(steer).observe({ entryTypes: ['gc'] });
-  steer();
+  new PerformanceObserver(() => steer()).observe({ entryTypes: ['gc'] });
+  // Said once as it starts serving, whatever it finds (NODE_DEBUG=shipping-sandbox-heap).
+  steer(true);
 }
 
 /** V8's own until set here. */

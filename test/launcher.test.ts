@@ -107,9 +107,12 @@ describe('the launcher', () => {
     });
     const [, size, factor] =
       /young generation at ([\d.]+) MiB: growth factor (\d+)/.exec(served.stderr) ?? [];
-    // At the cap or past it (starting took it there): no more growth; under it, growth to the cap.
+    // At the cap or past it (starting took it there): no more growth; under it, one step to the cap.
     if (Number(size) >= 8) expect(Number(factor)).toBe(1);
-    else expect(Number(size) * Number(factor)).toBe(8);
+    else {
+      expect(Number(size) * Number(factor)).toBeGreaterThanOrEqual(8);
+      expect(Number(size) * Number(factor)).toBeLessThan(16);
+    }
 
     const sized = await run([...OTHER_V8_FLAGS, '--max-semi-space-size=4'], SERVE, {
       tmp: freshTmp(),

@@ -6,8 +6,8 @@
  * Stores look the key up inside their own statements, with this expression in place of a value
  * (`WHERE account_key = ${accountKeyOf('@accountId')}`): SQLite reads it once a statement, from an
  * index of a table of a row an account, and nothing is kept in memory that a rolled-back transaction
- * could leave wrong. An account without a key (none exists) has no rows, and writing one fails (the
- * columns are kept by their tables' triggers otherwise).
+ * could leave wrong. A statement for an id that names no account finds no rows, and a write for one
+ * fails on the row's foreign key to the account, as it always did.
  */
 export function accountKeyOf(parameter: string): string {
   return `(SELECT key FROM account_keys WHERE account_id = ${parameter})`;

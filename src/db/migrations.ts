@@ -372,9 +372,9 @@ export const MIGRATIONS: readonly string[] = [
   `,
   /* 16: a small integer for each account, in the indexes of the tables that grow with it */ `
   -- Every index of shipments and events led with the account's 31-character id, repeated in each of
-  -- their seven entries a shipment: 23 MiB of 100,000 shipments' 162. Each account has a key of a
-  -- byte or two here instead (src/db/account-keys.ts), given by a trigger as the account is made, so
-  -- the key of an account that exists is always there; keys are never reused.
+  -- their seven entries a shipment: 20 MiB of the 162 that 100,000 shipments took. Each account has a
+  -- key of a byte or two here instead (src/db/account-keys.ts), given by a trigger as the account is
+  -- made, so every account has one; a deleted account's key is never given to another.
   CREATE TABLE account_keys (
     key INTEGER PRIMARY KEY AUTOINCREMENT,
     account_id TEXT NOT NULL UNIQUE REFERENCES accounts(id) ON DELETE CASCADE

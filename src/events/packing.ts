@@ -24,9 +24,10 @@ const PLAIN = 0;
 const FRAGMENTS_1_FORMAT = 1;
 /**
  * Format 2 (schema 16 on): format 1 of the envelope without its id (after `evt_`) and its time, which
- * the row's own columns hold: 46 bytes fewer an event, 4.4 MiB of 100,000 shipments' events. Reading
- * it needs the row (`storedBody`); the head is written again exactly as `EventStore.record` wrote it,
- * and packing checks that it was (`packEnvelope`), so an envelope of any other shape stays format 1.
+ * the row's own columns hold: 46 bytes fewer an event, and the events of 100,000 shipments take 36 MiB
+ * instead of 39. Reading it needs the row (`storedBody`); the head is written again exactly as
+ * `EventStore.record` wrote it, and packing checks that it was (`packEnvelope`), so an envelope of any
+ * other shape stays format 1.
  */
 const WITHOUT_HEAD_FORMAT = 2;
 
