@@ -12,7 +12,8 @@ const byUsualOrder = (a: string, b: string) => {
     const i = METHOD_ORDER.indexOf(method);
     return i === -1 ? METHOD_ORDER.length : i;
   };
-  return rank(a) - rank(b) || a.localeCompare(b);
+  // Method names are ASCII tokens: compared by code unit (`localeCompare` would load ICU's collator).
+  return rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0);
 };
 
 /**
