@@ -53,6 +53,11 @@ describe('event bodies, packed', () => {
     }
   });
 
+  it('keep the codes of the format that has shipped: a fragment of one character, then one of two from A', () => {
+    expect([...packBody('{"id":"evt_x"},{"status":"')]).toEqual([1, 0x01, ...Buffer.from('x'), 0x1f, 0x41]);
+    expect(unpackBody(Buffer.from([1, 0x1f, 0x41]))).toBe('"},{"status":"');
+  });
+
   it('read back byte for byte for every event type, as the API records them, at under two thirds of their text', async () => {
     const sandbox = createTestSandbox();
     await sandbox.call('POST', '/_sandbox/clock', { body: { frozen: true } });

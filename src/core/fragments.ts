@@ -17,8 +17,18 @@ export class FragmentCodec {
   private readonly single: string[] = [];
   private readonly double: string[] = [];
 
-  constructor(fragments: readonly string[]) {
-    if (fragments.length > 30 + 94) throw new Error('A fragment table holds at most 124 fragments.');
+  /**
+   * `secondFrom`: the first second character of the two-character codes (`!` unless a table that has
+   * shipped started elsewhere: the events' first table starts at `A`).
+   */
+  constructor(
+    fragments: readonly string[],
+    private readonly secondFrom = 0x21,
+  ) {
+    if (fragments.length > 30 + 0x7f - secondFrom)
+      throw new Error(`A fragment table holds at most ${30 + 0x7f - secondFrom} fragments.`);
+    const codeOf = (index: number) =>
+      index < 30 ? String.fromCharCode(index + 1) : `\x1f${String.fromCharCode(secondFrom + index - 30)}`;
     this.codeOf = new Map(fragments.map((fragment, index) => [fragment, codeOf(index)]));
     fragments.forEach((fragment, index) => {
       if (index < 30) this.single[index + 1] = fragment;
@@ -50,7 +60,7 @@ export class FragmentCodec {
       if (code >= 0x20) continue;
       let fragment: string | undefined;
       if (code === 0x1f) {
-        fragment = this.double[packed.charCodeAt(i + 1) - 0x21];
+        fragment = this.double[packed.charCodeAt(i + 1) - this.secondFrom];
         text += packed.slice(start, i) + this.known(fragment);
         i++;
       } else {
@@ -67,9 +77,6 @@ export class FragmentCodec {
     return fragment;
   }
 }
-
-const codeOf = (index: number) =>
-  index < 30 ? String.fromCharCode(index + 1) : `\x1f${String.fromCharCode(0x21 + index - 30)}`;
 
 // biome-ignore lint/suspicious/noControlCharactersInRegex: text holding them cannot be packed
 const CONTROL = /[\x00-\x1f]/;

@@ -1,3 +1,4 @@
+import { FragmentCodec } from '../core/fragments.js';
 import { formatTimestamp } from '../core/time.js';
 
 /**
@@ -89,27 +90,12 @@ const FRAGMENTS_1: readonly string[] = [
   '&signature=',
 ];
 
-const codeOf = (index: number) =>
-  index < 30 ? String.fromCharCode(index + 1) : `\x1f${String.fromCharCode(0x41 + index - 30)}`;
-const CODES_1 = new Map(FRAGMENTS_1.map((fragment, index) => [fragment, codeOf(index)]));
-const FRAGMENT_OF_CODE_1 = new Map(FRAGMENTS_1.map((fragment, index) => [codeOf(index), fragment]));
-/** Longest first, so that where fragments overlap the longer one is taken. */
-const FIND_FRAGMENTS_1 = new RegExp(
-  [...FRAGMENTS_1]
-    .sort((a, b) => b.length - a.length)
-    .map((fragment) => fragment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
-    .join('|'),
-  'g',
-);
-// biome-ignore lint/suspicious/noControlCharactersInRegex: the codes are control characters
-const FIND_CODES_1 = /\x1f[\s\S]|[\x01-\x1e]/g;
-// biome-ignore lint/suspicious/noControlCharactersInRegex: text holding them cannot be packed
-const CONTROL = /[\x00-\x1f]/;
+const FORMAT_1 = new FragmentCodec(FRAGMENTS_1, 0x41);
 
 /** The envelope as stored: its format's number, then the packed UTF-8 text. */
 export function packBody(body: string): Buffer {
-  if (CONTROL.test(body)) return Buffer.from(String.fromCharCode(PLAIN) + body);
-  const packed = body.replace(FIND_FRAGMENTS_1, (fragment) => CODES_1.get(fragment) as string);
+  const packed = FORMAT_1.pack(body);
+  if (packed === undefined) return Buffer.from(String.fromCharCode(PLAIN) + body);
   return Buffer.from(String.fromCharCode(FRAGMENTS_1_FORMAT) + packed);
 }
 
@@ -128,11 +114,7 @@ export function unpackBody(packed: Uint8Array): string {
 }
 
 function unpackFragments1(text: string): string {
-  return text.replace(FIND_CODES_1, (code) => {
-    const fragment = FRAGMENT_OF_CODE_1.get(code);
-    if (fragment === undefined) throw new Error('An event body holds a code that no fragment has.');
-    return fragment;
-  });
+  return FORMAT_1.unpack(text);
 }
 
 /** What of an event's row its envelope begins with. */
