@@ -8,7 +8,7 @@ import {
   ErrorCodes,
   idParam,
   jsonBody,
-  sendApiJsonText,
+  sendJsonText,
 } from '../http/router.js';
 import {
   CancelledShipmentSchema,
@@ -49,7 +49,7 @@ export function shipmentRoutes(shipments: ShipmentService) {
         ),
       },
     }),
-    (c) => sendApiJsonText(c, shipments.create(c.get('caller'), c.req.valid('json')), 201),
+    (c) => sendJsonText(c, shipments.create(c.get('caller'), c.req.valid('json')), 201),
   );
 
   router.openapi(
@@ -67,7 +67,7 @@ export function shipmentRoutes(shipments: ShipmentService) {
         ...apiErrors(...ErrorCodes.query),
       },
     }),
-    (c) => sendApiJsonText(c, shipments.list(c.get('caller'), c.req.valid('query')), 200),
+    (c) => sendJsonText(c, shipments.list(c.get('caller'), c.req.valid('query')), 200),
   );
 
   router.openapi(
@@ -85,7 +85,7 @@ export function shipmentRoutes(shipments: ShipmentService) {
         ...apiErrors(...ErrorCodes.lookup),
       },
     }),
-    (c) => sendApiJsonText(c, shipments.getJson(c.get('caller'), c.req.valid('param').id), 200),
+    (c) => sendJsonText(c, shipments.getJson(c.get('caller'), c.req.valid('param').id), 200),
   );
 
   router.openapi(
@@ -103,7 +103,7 @@ export function shipmentRoutes(shipments: ShipmentService) {
         ...apiErrors(...ErrorCodes.lookup, 'shipment_not_cancellable', ...ErrorCodes.write),
       },
     }),
-    (c) => sendApiJsonText(c, shipments.cancel(c.get('caller'), c.req.valid('param').id), 200),
+    (c) => sendJsonText(c, shipments.cancel(c.get('caller'), c.req.valid('param').id), 200),
   );
 
   return router;
