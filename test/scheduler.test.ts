@@ -7,11 +7,11 @@ import { DEFAULT_ACCOUNT } from '../src/accounts/default-account.js';
 import { AccountService } from '../src/accounts/service.js';
 import { AccountStore } from '../src/accounts/store.js';
 import { testConfig } from '../src/config.js';
+import { chainedId } from '../src/core/ids.js';
 import { DAY, formatTimestamp, HOUR, MINUTE } from '../src/core/time.js';
 import { type Db, openDatabase } from '../src/db/database.js';
 import { loadScenarios, scenarioDirectories } from '../src/scenarios/files.js';
 import {
-  chainedId,
   FINISHED_JOB_RETENTION_MS,
   type Job,
   type JobOutcome,

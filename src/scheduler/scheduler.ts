@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { type ClockState, clockNow } from '../core/clock.js';
-import { newId } from '../core/ids.js';
+import { chainedId, newId } from '../core/ids.js';
+import { snakeCaseKeys } from '../core/json.js';
 import { isPassingStorageFailure } from '../core/storage-errors.js';
 import { DAY, formatTimestamp } from '../core/time.js';
 import { BackoffNotice, backoffDelay } from '../db/backoff.js';
@@ -744,38 +745,6 @@ export class Scheduler {
     }, backoffDelay(state.failures));
     state.rest.unref();
   }
-}
-
-const CROCKFORD_BASE32 = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
-/** The ULID's random part: its last 16 characters. */
-const ULID_RANDOM_CHARS = 16;
-
-/**
- * The identifier of the item `ahead` places after the job `id` in its chain: the ULID's random part
- * counted on by `ahead`, as a monotonic ULID generator numbers identifiers made in the same
- * millisecond (past the largest value, it wraps around).
- */
-export function chainedId(id: string, ahead: number): string {
-  if (ahead === 0) return id;
-  const chars = [...id];
-  let carry = ahead;
-  for (let i = chars.length - 1; carry > 0 && i >= chars.length - ULID_RANDOM_CHARS; i--) {
-    const sum = CROCKFORD_BASE32.indexOf(chars[i] as string) + carry;
-    chars[i] = CROCKFORD_BASE32[sum % 32] as string;
-    carry = Math.floor(sum / 32);
-  }
-  return chars.join('');
-}
-
-/** A job's payload as the API shows it: its keys in snake_case, like every other field. */
-export function snakeCaseKeys(payload: unknown): Record<string, unknown> {
-  if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) return { payload };
-  return Object.fromEntries(
-    Object.entries(payload).map(([key, value]) => [
-      key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`),
-      value,
-    ]),
-  );
 }
 
 function toJob<P>(row: JobRow): Job<P> {
