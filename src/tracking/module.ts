@@ -1,5 +1,5 @@
 import type { SandboxModule } from '../module.js';
-import type { JobKind } from '../scheduler/scheduler.js';
+import type { JobKind } from '../scheduler/queue.js';
 import { trackingRoutes } from './routes.js';
 import { trackingControlRoutes } from './sandbox-routes.js';
 import { TRACKING_STEP, type TrackingJobPayload, type TrackingService } from './service.js';

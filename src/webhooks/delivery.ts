@@ -9,7 +9,8 @@ import { formatTimestamp } from '../core/time.js';
 import { type Db, transaction } from '../db/database.js';
 import type { EventType } from '../events/schema.js';
 import type { RecordedEvent } from '../events/store.js';
-import type { DueItem, DueQueue, RanJob, Scheduler, UpcomingItem } from '../scheduler/scheduler.js';
+import type { DueItem, DueQueue, RanJob, UpcomingItem } from '../scheduler/queue.js';
+import type { Scheduler } from '../scheduler/scheduler.js';
 import type { DestinationPolicy } from './destinations.js';
 import {
   CUT_OFF,
