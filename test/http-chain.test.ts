@@ -2,7 +2,7 @@ import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import type { MiddlewareHandler } from 'hono';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { testConfig } from '../src/config.js';
+import { testConfig } from '../src/config/index.js';
 import { ApiError } from '../src/core/errors.js';
 import { openDatabase } from '../src/db/database.js';
 import { chain } from '../src/http/chain.js';

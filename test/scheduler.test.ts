@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { DEFAULT_ACCOUNT } from '../src/accounts/default-account.js';
 import { AccountService } from '../src/accounts/service.js';
 import { AccountStore } from '../src/accounts/store.js';
-import { testConfig } from '../src/config.js';
+import { testConfig } from '../src/config/index.js';
 import { chainedId } from '../src/core/ids.js';
 import { DAY, formatTimestamp, HOUR, MINUTE } from '../src/core/time.js';
 import { type Db, openDatabase } from '../src/db/database.js';

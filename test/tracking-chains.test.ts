@@ -4,7 +4,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_ACCOUNT } from '../src/accounts/default-account.js';
-import { type Config, testConfig } from '../src/config.js';
+import { type Config, testConfig } from '../src/config/index.js';
 import { chainedId, newId } from '../src/core/ids.js';
 import { formatTimestamp, HOUR, SECOND } from '../src/core/time.js';
 import { type Db, openDatabase } from '../src/db/database.js';
