@@ -7,7 +7,7 @@ import { AccountService } from './accounts/service.js';
 import { AccountStore } from './accounts/store.js';
 import { clockModule } from './clock/module.js';
 import { ClockService } from './clock/service.js';
-import { type Config, webhookTargetsOf } from './config.js';
+import { type Config, webhookTargetsOf } from './config/index.js';
 import { clockNow } from './core/clock.js';
 import { toJsonText } from './core/json.js';
 import { CursorCodec } from './core/paging.js';

@@ -6,7 +6,7 @@ import Database from 'better-sqlite3';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_ACCOUNT } from '../src/accounts/default-account.js';
-import { testConfig } from '../src/config.js';
+import { testConfig } from '../src/config/index.js';
 import { FragmentCodec } from '../src/core/fragments.js';
 import { END_OF_TIME } from '../src/core/time.js';
 import { openDatabase } from '../src/db/database.js';
