@@ -3,5 +3,5 @@ import { rateRoutes } from './routes.js';
 
 /** Carriers, their rate cards and the rate comparison; pure functions of the fixtures, no tables. */
 export function ratesModule(): SandboxModule {
-  return { name: 'rates', tables: [], api: rateRoutes() };
+  return { name: 'rates', build: () => ({ api: rateRoutes() }) };
 }
