@@ -8,7 +8,6 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { debuglog } from 'node:util';
 import vm from 'node:vm';
-import { capYoungGeneration, holdYoungGeneration } from './young-generation.js';
 
 /**
  * The command (`dist/main.js`, what `bin` and `npm start` run): loads the command line and server,
@@ -88,14 +87,9 @@ if (buildTarget !== undefined) {
     write(buildTarget);
     process.exit(0);
   });
-} else {
-  process.once(READY_EVENT, () =>
-    setImmediate(() => {
-      // Made once the server is ready, so that it holds what starting compiled, not only the top level.
-      if (!off && !accepted) write(ownCache);
-      capYoungGeneration();
-    }),
-  );
+} else if (!off && !accepted) {
+  // Made once the server is ready, so that it holds what starting compiled, not only the top level.
+  process.once(READY_EVENT, () => setImmediate(() => write(ownCache)));
 }
 
 function write(path: string): void {
@@ -121,6 +115,3 @@ const run = script.runInThisContext() as (
   dirname: string,
 ) => void;
 run(module.exports, createRequire(bundle), module, bundle, dirname(bundle));
-// Not in a start that writes a cache once ready: V8 would name the changed flag in it, and refuse it
-// to the next start.
-if (buildTarget === undefined && (off || accepted)) holdYoungGeneration();
