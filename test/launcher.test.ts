@@ -1,8 +1,17 @@
 import { isAscii } from 'node:buffer';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 
 /**
@@ -26,23 +35,30 @@ interface Run {
 }
 
 /**
- * Runs the built command with `TMPDIR` as given. A serving command is stopped (SIGTERM) once `until`
- * matches its output; any other runs to its end.
+ * Runs the built command (`main`, dist/main.js unless given) with `TMPDIR` as given. A serving command
+ * is stopped (SIGTERM) once `until` matches its output; any other runs to its end.
  */
 function run(
   nodeArgs: string[],
   args: string[],
-  options: { tmp: string; env?: NodeJS.ProcessEnv; until?: RegExp },
+  options: {
+    tmp: string;
+    env?: NodeJS.ProcessEnv;
+    until?: RegExp | ((output: string) => boolean);
+    main?: string;
+  },
 ): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn('node', [...nodeArgs, 'dist/main.js', ...args], {
+    const child = spawn('node', [...nodeArgs, options.main ?? 'dist/main.js', ...args], {
       env: { ...process.env, TMPDIR: options.tmp, NODE_DEBUG: 'shipping-sandbox', ...options.env },
       stdio: 'pipe',
     });
     let stdout = '';
     let stderr = '';
     const stopWhenDone = () => {
-      if (options.until?.test(stdout + stderr)) child.kill('SIGTERM');
+      const output = stdout + stderr;
+      const done = typeof options.until === 'function' ? options.until(output) : options.until?.test(output);
+      if (done) child.kill('SIGTERM');
     };
     child.stdout.on('data', (chunk) => {
       stdout += String(chunk);
@@ -97,6 +113,45 @@ describe('the launcher', () => {
     const plain = await run([], ['--version'], { tmp });
     expect(plain.stdout).toBe(`${version}\n`);
     expect(plain.launcher).toEqual([expect.stringMatching(/^code cache accepted/)]);
+  });
+
+  it("names the bundle's own folder in its stack traces, wherever dist/ was built", async () => {
+    // A stack taken inside the bundle.
+    const probe = resolve('test', 'stack-probe.cjs');
+    const stackOf = (output: Run) => JSON.parse(/^STACK (.*)$/m.exec(output.stderr)?.[1] ?? 'null') as string;
+    const built = resolve('dist', 'sandbox.cjs');
+
+    // Here, the build's cache: made for this folder, and naming it.
+    const here = await run(['-r', probe], SERVE, { tmp: freshTmp(), until: /^STACK /m });
+    expect(here.launcher).toEqual([expect.stringMatching(/^code cache accepted/)]);
+    expect(stackOf(here)).toContain(`(${built}:`);
+
+    // dist/ copied elsewhere, its code cache with it, beside what the bundle reads from its project.
+    const elsewhere = realpathSync(mkdtempSync(join(scratch, 'elsewhere-')));
+    cpSync('dist', join(elsewhere, 'dist'), { recursive: true });
+    cpSync('package.json', join(elsewhere, 'package.json'));
+    for (const shared of ['node_modules', 'fixtures', 'scenarios'])
+      symlinkSync(realpathSync(shared), join(elsewhere, shared), 'dir');
+    const main = join(elsewhere, 'dist', 'main.js');
+    const copied = join(elsewhere, 'dist', 'sandbox.cjs');
+    const tmp = freshTmp();
+    // The build's cache is not this folder's: the first start compiles, then keeps one of its own.
+    const first = await run(['-r', probe], SERVE, {
+      tmp,
+      main,
+      until: (output) => /^STACK /m.test(output) && /code cache (accepted|written|not written)/.test(output),
+    });
+    expect(first.launcher).toEqual([
+      expect.stringMatching(/^no code cache for /),
+      expect.stringMatching(/^code cache written to /),
+    ]);
+    expect(stackOf(first)).toContain(`(${copied}:`);
+    expect(stackOf(first)).not.toContain(built);
+    // The next start reads that cache, and names this folder too.
+    const second = await run(['-r', probe], SERVE, { tmp, main, until: /^STACK /m });
+    expect(second.launcher).toEqual([expect.stringMatching(/^code cache accepted/)]);
+    expect(stackOf(second)).toContain(`(${copied}:`);
+    expect(stackOf(second)).not.toContain(built);
   });
 
   it("leaves V8's flags to node's command line, where npm start and the image cap the young generation", async () => {
