@@ -6,7 +6,8 @@
  *   no value in CommonJS, so it is given one (`src/build/import-meta-url.ts`).
  * - `dist/main.js`: the launcher that `bin` and `npm start` run (src/launcher.ts), which loads the
  *   bundle through V8's code cache, and `dist/code-cache/`: that cache, made by starting the built
- *   sandbox once (see makeCodeCache). A fresh CI runner or container then starts without compiling.
+ *   sandbox once (see makeCodeCache), for this folder only. A fresh container of the Docker image
+ *   (which runs `dist/` where it was built) then starts without compiling. The package leaves it out.
  * - `dist/render-worker.cjs`: a label render thread (see src/labels/render/pool.ts), CommonJS too.
  * - `dist/index.cjs`, `dist/client.cjs`: the package's entries (`shipping-sandbox`, `shipping-sandbox/client`)
  *   for `require`; `dist/index.js`, `dist/client.js`: the same for `import`, each a one-line ES module
@@ -151,11 +152,12 @@ if (process.argv.includes('--declarations')) emitDeclarations();
 /**
  * Starts the built command once (in memory, on free loopback ports, with a temporary folder of its
  * own for the certificate) and has the launcher write the code compiled by the time it is ready to
- * `dist/code-cache/`. It holds for this Node version only (V8 refuses it under any other, and the
- * launcher then makes one of its own); without it the sandbox works the same, compiling as it starts.
+ * `dist/code-cache/`. It holds for this folder, this Node version and node's flags of this build
+ * (NODE_OPTIONS: the Dockerfile sets those its image runs with) only; elsewhere the launcher makes one
+ * of its own. Without it the sandbox works the same, compiling as it starts.
  */
 function makeCodeCache() {
-  const target = resolve('dist', 'code-cache', `${bundleHash}-${process.version}-${process.arch}.bin`);
+  const folder = resolve('dist', 'code-cache');
   const scratch = mkdtempSync(join(tmpdir(), 'shipping-sandbox-build-'));
   // The sandbox's own settings in the environment (a port file, a host) are not this run's.
   const env = Object.fromEntries(
@@ -173,13 +175,13 @@ function makeCodeCache() {
           TMPDIR: scratch,
           TMP: scratch,
           TEMP: scratch,
-          SANDBOX_CODE_CACHE_WRITE: target,
+          SANDBOX_CODE_CACHE_WRITE: '1',
         },
         encoding: 'utf8',
         timeout: 60_000,
       },
     );
-    if (run.status !== 0 || !existsSync(target))
+    if (run.status !== 0 || !existsSync(folder) || readdirSync(folder).length === 0)
       process.stderr.write(
         `build: no code cache made (the sandbox will compile as it starts): ${run.error?.message ?? run.stderr}\n`,
       );

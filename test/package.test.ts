@@ -148,6 +148,8 @@ describe('the packed package', { timeout: 90_000 }, () => {
     );
     expect(unexpected).toEqual([]);
     expect(packedFiles.filter((path) => path.endsWith('.map'))).toEqual([]);
+    // A code cache holds for the folder it was made in (src/launcher.ts): an installed copy makes its own.
+    expect(packedFiles.filter((path) => path.startsWith('dist/code-cache/'))).toEqual([]);
 
     // Every file a declaration names is in the package.
     const installed = join(app, 'node_modules', 'shipping-sandbox');
@@ -339,6 +341,40 @@ void sandboxPackage.startSandbox(options).then(async (sandbox: sandboxPackage.Sa
     }
     // `--memory` writes nothing to the working directory.
     expect(readdirSync(app).filter((name) => name.startsWith('.sandbox'))).toEqual([]);
+  });
+
+  it('names the folder it is installed in in its stack traces, never the one it was built in', async () => {
+    const installed = realpathSync(join(app, 'node_modules', 'shipping-sandbox', 'dist'));
+    const server = spawn(
+      process.execPath,
+      [
+        '-r',
+        realpathSync('test/stack-probe.cjs'),
+        join(installed, 'main.js'),
+        ...['--memory', '--port', '0', '--https-port', '0', '--log-level', 'warn'],
+      ],
+      {
+        cwd: app,
+        env: cleanEnvironment({ NODE_DEBUG: 'shipping-sandbox' }),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    let stderr = '';
+    const stack = await new Promise<string>((resolveStack, reject) => {
+      server.stderr.on('data', (chunk) => {
+        stderr += chunk;
+        const line = /^STACK (.*)$/m.exec(stderr);
+        if (line) resolveStack(JSON.parse(line[1] as string) as string);
+      });
+      server.once('exit', (code) => reject(new Error(`exited with ${code}: ${stderr}`)));
+    });
+    const exited = new Promise((done) => server.once('exit', done));
+    server.kill('SIGTERM');
+    await exited;
+    // The package brings no cache: this start compiled the bundle where it is.
+    expect(stderr).toMatch(/no code cache for /);
+    expect(stack).toContain(`(${join(installed, 'sandbox.cjs')}:`);
+    expect(stack).not.toContain(stage);
   });
 });
 
