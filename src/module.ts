@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
-import type { Db } from './db/database.js';
 import type { Migrations } from './db/migrations.js';
+import type { Sql } from './db/sql.js';
 import type { Router } from './http/router.js';
 import type { DueQueue, JobHandler, JobKind } from './scheduler/queue.js';
 import type { Scheduler } from './scheduler/scheduler.js';
@@ -15,13 +15,16 @@ import type { Scheduler } from './scheduler/scheduler.js';
  */
 export interface Ports {
   /** The sandbox's own operations, which the wiring provides. */
-  sandbox: { resetAccount(accountId: string): void };
+  sandbox: { resetAccount(accountId: string): Promise<void> };
 }
 
 /** What a module is built from: the narrow context every module shares. */
 export interface ModuleContext {
-  /** The database every store of the module runs its SQL on. */
-  readonly db: Db;
+  /**
+   * The database every store of the module runs its SQL on, whichever engine holds it. A change that
+   * spans stores runs in `db.transaction`, and passes its `tx` to every store call of the change.
+   */
+  readonly db: Sql;
   readonly scheduler: Scheduler;
   readonly logger: Logger;
   /** The wall clock that account clocks are derived from (tests replace it). */
@@ -46,7 +49,7 @@ export interface SandboxModule {
   readonly name: string;
   /** The module's tables, made and changed by these steps (see db/migrations.ts). */
   readonly migrations?: Migrations;
-  build(context: ModuleContext): ModuleParts;
+  build(context: ModuleContext): ModuleParts | Promise<ModuleParts>;
 }
 
 /** What a built module brings to the sandbox. */
@@ -64,10 +67,10 @@ export interface ModuleParts {
   /** Due work kept in the module's own tables. */
   readonly queues?: readonly DueQueue[];
   /**
-   * Deletes the account's rows from the module's tables and forgets what it keeps in memory for the
-   * account. Runs inside the reset's transaction.
+   * Deletes the account's rows from the module's tables (through `tx`, the reset's transaction) and
+   * forgets what it keeps in memory for the account.
    */
-  reset?(accountId: string): void;
+  reset?(tx: Sql, accountId: string): Promise<void> | void;
   /** Runs once every module is built and the scheduler is ready, before the server listens. */
   start?(): void;
   /**

@@ -16,7 +16,7 @@ export class KeyUsage {
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly save: (times: ReadonlyMap<string, number>) => void,
+    private readonly save: (times: ReadonlyMap<string, number>) => Promise<void>,
     logger: Logger,
   ) {
     this.notice = new BackoffNotice(logger, "writing keys' last-used times");
@@ -33,29 +33,40 @@ export class KeyUsage {
 
   start(intervalMs = KEY_USAGE_FLUSH_MS): void {
     clearInterval(this.timer);
-    this.timer = setInterval(() => this.flush(), intervalMs);
+    this.timer = setInterval(() => void this.flush(), intervalMs);
     this.timer.unref();
   }
 
   /** Stops the timer and writes what is left (the database is still open). */
-  close(): void {
+  async close(): Promise<void> {
     clearInterval(this.timer);
     this.timer = undefined;
-    this.flush();
+    await this.flushing;
+    await this.flush();
   }
 
+  private flushing: Promise<boolean> | undefined;
+
   /** Writes the times noted since the last write; true when nothing is left unwritten. */
-  flush(): boolean {
-    if (this.unsaved.size === 0) return true;
-    try {
-      // Synchronous: no request can note a use between the write and the clear.
-      this.save(this.unsaved);
-      this.unsaved.clear();
-      this.notice.succeeded();
-      return true;
-    } catch (error) {
-      this.notice.failed(error);
-      return false;
-    }
+  flush(): Promise<boolean> {
+    if (this.unsaved.size === 0) return Promise.resolve(true);
+    if (this.flushing) return this.flushing;
+    // The times taken now are written; a use noted meanwhile waits for the next write, unless it
+    // is still the same time.
+    const taken = new Map(this.unsaved);
+    this.flushing = this.save(taken)
+      .then(() => {
+        for (const [keyId, at] of taken) if (this.unsaved.get(keyId) === at) this.unsaved.delete(keyId);
+        this.notice.succeeded();
+        return this.unsaved.size === 0;
+      })
+      .catch((error: unknown) => {
+        this.notice.failed(error);
+        return false;
+      })
+      .finally(() => {
+        this.flushing = undefined;
+      });
+    return this.flushing;
   }
 }

@@ -65,6 +65,8 @@ export const ACCOUNTS_MIGRATIONS: Migrations = {
     );
 
     CREATE TABLE api_keys (
+      -- the order keys were made in, among those of the same instant (SQLite's rowid)
+      seq BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
       id TEXT PRIMARY KEY,
       account_id TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
       name TEXT NOT NULL,

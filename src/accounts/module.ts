@@ -30,9 +30,10 @@ export function accountsModule(settings: {
     name: 'accounts',
     migrations: ACCOUNTS_MIGRATIONS,
     build({ db, realNow, logger, ports, provide }) {
-      const store = new AccountStore(db);
+      const store = new AccountStore();
       const rateLimiter = new RateLimiter();
       const service = new AccountService({
+        db,
         store,
         clockSpeed: settings.clockSpeed,
         serverRetryLadder: settings.retryLadder,
@@ -45,15 +46,13 @@ export function accountsModule(settings: {
       return {
         openControls: accountCreationRoutes(service, settings.adminToken),
         controls: accountControlRoutes(service, (accountId) => ports.sandbox.resetAccount(accountId)),
-        reset(accountId) {
-          rateLimiter.forget([
-            accountCountPrefix(accountId),
-            ...service.keys(accountId).map((key) => keyCountPrefix(key.id)),
-          ]);
+        async reset(tx, accountId) {
+          const keys = await store.keys(tx, accountId);
+          rateLimiter.forget([accountCountPrefix(accountId), ...keys.map((key) => keyCountPrefix(key.id))]);
         },
         start: () => service.start(),
         // The server closes the database after this: the last-used times still in memory are written now.
-        close: async () => service.close(),
+        close: () => service.close(),
       };
     },
   };

@@ -56,8 +56,8 @@ export function accountCreationRoutes(accounts: AccountService, adminToken: stri
         ),
       },
     }),
-    (c) => {
-      const { account, apiKey } = accounts.createAccount(c.req.valid('json'));
+    async (c) => {
+      const { account, apiKey } = await accounts.createAccount(c.req.valid('json'));
       return c.json(
         {
           id: account.id,
@@ -74,7 +74,10 @@ export function accountCreationRoutes(accounts: AccountService, adminToken: stri
 }
 
 /** The calling key's account: its settings, its keys, and a reset. */
-export function accountControlRoutes(accounts: AccountService, resetAccount: (accountId: string) => void) {
+export function accountControlRoutes(
+  accounts: AccountService,
+  resetAccount: (accountId: string) => Promise<void>,
+) {
   const router = createRouter();
 
   router.openapi(
@@ -88,7 +91,7 @@ export function accountControlRoutes(accounts: AccountService, resetAccount: (ac
       middleware: [requireScope('shipments:read')] as const,
       responses: { 200: jsonResponse(AccountSchema, 'The account'), ...controlErrors() },
     }),
-    (c) => c.json(accounts.present(accounts.get(c.get('caller').accountId)), 200),
+    async (c) => c.json(accounts.present(await accounts.get(c.get('caller').accountId)), 200),
   );
 
   router.openapi(
@@ -106,8 +109,11 @@ export function accountControlRoutes(accounts: AccountService, resetAccount: (ac
         ...controlErrors(...ErrorCodes.body, ...ErrorCodes.validation, ...ErrorCodes.write),
       },
     }),
-    (c) =>
-      c.json(accounts.present(accounts.updateSettings(c.get('caller').accountId, c.req.valid('json'))), 200),
+    async (c) =>
+      c.json(
+        accounts.present(await accounts.updateSettings(c.get('caller').accountId, c.req.valid('json'))),
+        200,
+      ),
   );
 
   router.openapi(
@@ -125,7 +131,7 @@ export function accountControlRoutes(accounts: AccountService, resetAccount: (ac
         ...controlErrors(...ErrorCodes.body, ...ErrorCodes.validation, ...ErrorCodes.write),
       },
     }),
-    (c) => c.json(accounts.createKey(c.get('caller'), c.req.valid('json')), 201),
+    async (c) => c.json(await accounts.createKey(c.get('caller'), c.req.valid('json')), 201),
   );
 
   router.openapi(
@@ -139,8 +145,11 @@ export function accountControlRoutes(accounts: AccountService, resetAccount: (ac
       middleware: [requireScope('shipments:read')] as const,
       responses: { 200: jsonResponse(KeyListSchema, 'Keys'), ...controlErrors() },
     }),
-    (c) =>
-      c.json({ data: accounts.keys(c.get('caller').accountId).map((key) => accounts.presentKey(key)) }, 200),
+    async (c) =>
+      c.json(
+        { data: (await accounts.keys(c.get('caller').accountId)).map((key) => accounts.presentKey(key)) },
+        200,
+      ),
   );
 
   router.openapi(
@@ -157,7 +166,7 @@ export function accountControlRoutes(accounts: AccountService, resetAccount: (ac
         ...controlErrors(...ErrorCodes.lookup, ...ErrorCodes.write),
       },
     }),
-    (c) => c.json(accounts.revokeKey(c.get('caller'), c.req.valid('param').id), 200),
+    async (c) => c.json(await accounts.revokeKey(c.get('caller'), c.req.valid('param').id), 200),
   );
 
   router.openapi(
@@ -174,8 +183,8 @@ export function accountControlRoutes(accounts: AccountService, resetAccount: (ac
         ...controlErrors(...ErrorCodes.body, ...ErrorCodes.write),
       },
     }),
-    (c) => {
-      resetAccount(c.get('caller').accountId);
+    async (c) => {
+      await resetAccount(c.get('caller').accountId);
       return c.json({ reset: true as const }, 200);
     },
   );

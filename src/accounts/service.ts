@@ -10,9 +10,11 @@ import { KeyUsage } from './key-usage.js';
 import { keyShape, newKeyValue } from './keys.js';
 import { ceilingsFor, type PlanCeiling } from './plans.js';
 import type { AccountSettingsInput, CreateAccountInput, CreateKeyInput } from './schema.js';
+import type { Sql } from '../db/sql.js';
 import type { Account, AccountStore, ApiKeyRecord } from './store.js';
 
 export interface AccountServiceOptions {
+  db: Sql;
   store: AccountStore;
   /** The speed new accounts' clocks start at (`--clock-speed`). */
   clockSpeed: number;
@@ -37,6 +39,7 @@ export interface CallerLimits {
 /** Accounts and their keys: creating them, knowing who calls, and the account's settings. */
 export class AccountService {
   private readonly store: AccountStore;
+  private readonly db: Sql;
   private readonly realNow: () => number;
   /** Per account object (replaced whenever the account changes), each key's limits. */
   private readonly limits = new WeakMap<Account, Map<string, CallerLimits>>();
@@ -46,8 +49,9 @@ export class AccountService {
 
   constructor(private readonly options: AccountServiceOptions) {
     this.store = options.store;
+    this.db = options.db;
     this.realNow = options.realNow;
-    this.usage = new KeyUsage((times) => this.store.saveLastUsed(times), options.logger);
+    this.usage = new KeyUsage((times) => this.store.saveLastUsed(this.db, times), options.logger);
   }
 
   /** Starts writing keys' last-used times in the background. */
@@ -56,15 +60,16 @@ export class AccountService {
   }
 
   /** Writes the last-used times still in memory; before the database closes. */
-  close(): void {
-    this.usage.close();
+  close(): Promise<void> {
+    return this.usage.close();
   }
 
   /** Creates the default account and its key unless they exist; a revoked default key stays revoked. */
-  seedDefaultAccount(): void {
+  seedDefaultAccount(): Promise<void> {
     const { id, name, plan, api_key } = DEFAULT_ACCOUNT;
     const now = this.realNow();
-    this.store.insertWithKey(
+    return this.store.insertWithKey(
+      this.db,
       this.newAccount(id, name, plan, now),
       { id: api_key.id, name: api_key.name, scopes: [...SCOPES], createdAt: now },
       api_key.value,
@@ -72,7 +77,7 @@ export class AccountService {
   }
 
   /** A fresh, isolated account with one all-scopes key, whose value is returned once. */
-  createAccount(input: CreateAccountInput): { account: Account; apiKey: string } {
+  async createAccount(input: CreateAccountInput): Promise<{ account: Account; apiKey: string }> {
     const now = this.realNow();
     const id = newId('acct', now);
     const account = this.newAccount(
@@ -82,7 +87,8 @@ export class AccountService {
       now,
     );
     const apiKey = newKeyValue();
-    this.store.insertWithKey(
+    await this.store.insertWithKey(
+      this.db,
       account,
       { id: newId('key', now), name: 'Default key', scopes: [...SCOPES], createdAt: now },
       apiKey,
@@ -107,7 +113,7 @@ export class AccountService {
    * Who calls with this key: its account, its scopes, and the account's clock read once. 401
    * `invalid_api_key` for a malformed, unknown, revoked or live key.
    */
-  resolveKey(value: string): Caller {
+  async resolveKey(value: string): Promise<Caller> {
     const shape = keyShape(value);
     if (shape === 'live') {
       throw new ApiError(
@@ -116,7 +122,7 @@ export class AccountService {
         'This is a live key (svc_live_…). The sandbox takes test keys (svc_test_…) only.',
       );
     }
-    const found = shape === 'malformed' ? undefined : this.store.findByKey(value);
+    const found = shape === 'malformed' ? undefined : await this.store.findByKey(this.db, value);
     if (!found) throw new ApiError(401, 'invalid_api_key', 'The API key is not valid.');
     if (found.key.revokedAt !== null)
       throw new ApiError(401, 'invalid_api_key', 'The API key has been revoked.');
@@ -132,9 +138,9 @@ export class AccountService {
    * client using a key it should have dropped). Undefined for a key that is valid, unknown or not a
    * test key: those belong to no account, and nothing is kept of them.
    */
-  revokedKeyOf(value: string): { accountId: string; keyId: string; now: number } | undefined {
+  async revokedKeyOf(value: string): Promise<{ accountId: string; keyId: string; now: number } | undefined> {
     if (keyShape(value) !== 'test') return undefined;
-    const found = this.store.findByKey(value);
+    const found = await this.store.findByKey(this.db, value);
     if (!found || found.key.revokedAt === null) return undefined;
     return {
       accountId: found.account.id,
@@ -144,8 +150,8 @@ export class AccountService {
   }
 
   /** The caller's rate limits, worked out once per account state and key. */
-  limitsOf(caller: Caller): CallerLimits {
-    const account = this.get(caller.accountId);
+  async limitsOf(caller: Caller): Promise<CallerLimits> {
+    const account = await this.get(caller.accountId);
     let byKey = this.limits.get(account);
     if (!byKey) {
       byKey = new Map();
@@ -164,33 +170,33 @@ export class AccountService {
     return limits;
   }
 
-  get(accountId: string): Account {
-    const account = this.store.find(accountId);
+  async get(accountId: string): Promise<Account> {
+    const account = await this.store.find(this.db, accountId);
     if (!account) throw new ApiError(404, 'not_found', `No account '${accountId}'.`);
     return account;
   }
 
   /** The account's clock, for the clock module and the scheduler. */
-  clockOf(accountId: string): ClockState | undefined {
-    return this.store.find(accountId)?.clock;
+  async clockOf(accountId: string): Promise<ClockState | undefined> {
+    return (await this.store.find(this.db, accountId))?.clock;
   }
 
-  saveClock(accountId: string, clock: ClockState): void {
-    this.store.saveClock(accountId, clock);
+  saveClock(accountId: string, clock: ClockState): Promise<void> {
+    return this.store.saveClock(this.db, accountId, clock);
   }
 
   /** The scenario a new label of the account plays. */
-  defaultScenarioOf(accountId: string): string {
-    return this.store.find(accountId)?.defaultScenario ?? 'standard';
+  async defaultScenarioOf(q: Sql, accountId: string): Promise<string> {
+    return (await this.store.find(q, accountId))?.defaultScenario ?? 'standard';
   }
 
   /** Milliseconds before each webhook retry: the account's own ladder, or the server's. */
-  retryLadderOf(accountId: string): readonly number[] {
-    return this.store.find(accountId)?.webhookRetrySchedule ?? this.options.serverRetryLadder;
+  async retryLadderOf(q: Sql, accountId: string): Promise<readonly number[]> {
+    return (await this.store.find(q, accountId))?.webhookRetrySchedule ?? this.options.serverRetryLadder;
   }
 
-  updateSettings(accountId: string, change: AccountSettingsInput): Account {
-    const account = this.get(accountId);
+  async updateSettings(accountId: string, change: AccountSettingsInput): Promise<Account> {
+    const account = await this.get(accountId);
     if (change.default_scenario !== undefined)
       this.options.checkScenario(change.default_scenario, 'default_scenario');
     const ladder = change.webhook_retry_schedule;
@@ -212,7 +218,7 @@ export class AccountService {
                 return millis;
               }),
     };
-    this.store.saveSettings(updated);
+    await this.store.saveSettings(this.db, updated);
     return updated;
   }
 
@@ -231,7 +237,7 @@ export class AccountService {
   }
 
   /** A new key of the caller's account, with at most the caller's own scopes (all of them when not given). */
-  createKey(caller: Caller, input: CreateKeyInput) {
+  async createKey(caller: Caller, input: CreateKeyInput) {
     const lacking = input.scopes?.find((scope) => !caller.scopes.includes(scope));
     if (lacking !== undefined) {
       throw new ApiError(
@@ -251,20 +257,20 @@ export class AccountService {
       scopes: input.scopes ?? [...caller.scopes],
       createdAt: caller.now,
     };
-    this.store.insertApiKey(key, value);
+    await this.store.insertApiKey(this.db, key, value);
     return { id: key.id, name: key.name, scopes: key.scopes, created_at: formatTimestamp(caller.now), value };
   }
 
   /** Newest first, revoked ones included, each with its freshest last-used time. */
-  keys(accountId: string): ApiKeyRecord[] {
-    return this.store.keys(accountId).map((key) => {
+  async keys(accountId: string): Promise<ApiKeyRecord[]> {
+    return (await this.store.keys(this.db, accountId)).map((key) => {
       const lastUsedAt = this.usage.lastUsed(key.id);
       return lastUsedAt === undefined ? key : { ...key, lastUsedAt };
     });
   }
 
   /** Revokes a key of the account at once: any key may revoke itself, only a full key another. */
-  revokeKey(caller: Caller, keyId: string): { id: string; revoked_at: string } {
+  async revokeKey(caller: Caller, keyId: string): Promise<{ id: string; revoked_at: string }> {
     if (keyId !== caller.keyId && !isFullKey(caller)) {
       throw new ApiError(
         403,
@@ -272,7 +278,7 @@ export class AccountService {
         'Only a full API key (all five scopes) can revoke another key; a restricted key can revoke itself.',
       );
     }
-    const key = this.store.revokeKey(caller.accountId, keyId, caller.now);
+    const key = await this.store.revokeKey(this.db, caller.accountId, keyId, caller.now);
     if (!key?.revokedAt) throw notFound('key', keyId);
     return { id: key.id, revoked_at: formatTimestamp(key.revokedAt) };
   }

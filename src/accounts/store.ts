@@ -1,6 +1,6 @@
 import type { Scope } from '../core/actor.js';
 import type { ClockState } from '../core/clock.js';
-import { type Db, transaction } from '../db/database.js';
+import { dialect, type Sql } from '../db/sql.js';
 import { hashKey } from './keys.js';
 import type { Plan } from './plans.js';
 
@@ -87,58 +87,37 @@ const toKey = (row: KeyRow): ApiKeyRecord => ({
 
 const CACHE_LIMIT = 10_000;
 
-/** SQL for accounts and their keys. Statements are prepared once per database. */
+const SQL = {
+  insertAccount: `INSERT INTO accounts (id, name, plan, created_at, clock_anchor_real, clock_anchor_virtual, clock_speed,
+      clock_frozen, default_scenario)
+    VALUES (@id, @name, @plan, @createdAt, @anchorReal, @anchorVirtual, @speed, @frozen, @defaultScenario)
+    ON CONFLICT (id) DO NOTHING`,
+  insertKey: `INSERT INTO api_keys (id, account_id, name, key_hash, last4, scopes, created_at)
+    VALUES (@id, @accountId, @name, @keyHash, @last4, @scopes, @createdAt)
+    ON CONFLICT DO NOTHING`,
+  selectAccount: 'SELECT * FROM accounts WHERE id = ?',
+  selectByKeyHash: `SELECT a.*, k.id AS key_id, k.name AS key_name, k.last4 AS key_last4, k.scopes AS key_scopes,
+      k.created_at AS key_created_at, k.last_used_at AS key_last_used_at, k.revoked_at AS key_revoked_at
+    FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.key_hash = ?`,
+  updateClock: `UPDATE accounts SET clock_anchor_real = @anchorReal, clock_anchor_virtual = @anchorVirtual,
+      clock_speed = @speed, clock_frozen = @frozen WHERE id = @id`,
+  // Among keys made at the same instant, the later first: SQLite's rowid, PostgreSQL's seq.
+  selectKeys: {
+    sqlite: 'SELECT * FROM api_keys WHERE account_id = ? ORDER BY created_at DESC, rowid DESC',
+    postgres: 'SELECT * FROM api_keys WHERE account_id = ? ORDER BY created_at DESC, seq DESC',
+  },
+  revokeKey: 'UPDATE api_keys SET revoked_at = coalesce(revoked_at, @at) WHERE id = @id AND account_id = @accountId',
+  lastUsed: 'UPDATE api_keys SET last_used_at = @at WHERE id = @id',
+  updateSettings: `UPDATE accounts SET plan = @plan, default_scenario = @defaultScenario,
+      webhook_retry_schedule = @webhookRetrySchedule, rate_limits_enabled = @rateLimitsEnabled WHERE id = @id`,
+};
+
+/**
+ * SQL for accounts and their keys. Every API request looks up its key and account: they change only
+ * through this store, so they are kept in memory, and every write here drops what it could have made
+ * stale.
+ */
 export class AccountStore {
-  private readonly insertAccount;
-  private readonly insertKey;
-  private readonly selectAccount;
-  private readonly selectByKeyHash;
-  private readonly updateClockStatement;
-  private readonly updateSettingsStatement;
-  private readonly selectKeys;
-  private readonly revokeKeyStatement;
-  private readonly lastUsedStatement;
-
-  constructor(private readonly db: Db) {
-    this.insertAccount = db.prepare(
-      `INSERT INTO accounts (id, name, plan, created_at, clock_anchor_real, clock_anchor_virtual, clock_speed,
-         clock_frozen, default_scenario)
-       VALUES (@id, @name, @plan, @createdAt, @anchorReal, @anchorVirtual, @speed, @frozen, @defaultScenario)
-       ON CONFLICT (id) DO NOTHING`,
-    );
-    this.insertKey = db.prepare(
-      `INSERT INTO api_keys (id, account_id, name, key_hash, last4, scopes, created_at)
-       VALUES (@id, @accountId, @name, @keyHash, @last4, @scopes, @createdAt)
-       ON CONFLICT DO NOTHING`,
-    );
-    this.selectAccount = db.prepare<[string], AccountRow>('SELECT * FROM accounts WHERE id = ?');
-    this.selectByKeyHash = db.prepare<[string], AccountRow & KeyColumns>(
-      `SELECT a.*, k.id AS key_id, k.name AS key_name, k.last4 AS key_last4, k.scopes AS key_scopes,
-         k.created_at AS key_created_at, k.last_used_at AS key_last_used_at, k.revoked_at AS key_revoked_at
-       FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.key_hash = ?`,
-    );
-    this.updateClockStatement = db.prepare(
-      `UPDATE accounts SET clock_anchor_real = @anchorReal, clock_anchor_virtual = @anchorVirtual,
-         clock_speed = @speed, clock_frozen = @frozen WHERE id = @id`,
-    );
-    this.selectKeys = db.prepare<[string], KeyRow>(
-      'SELECT * FROM api_keys WHERE account_id = ? ORDER BY created_at DESC, rowid DESC',
-    );
-    this.revokeKeyStatement = db.prepare(
-      'UPDATE api_keys SET revoked_at = coalesce(revoked_at, @at) WHERE id = @id AND account_id = @accountId',
-    );
-    this.lastUsedStatement = db.prepare('UPDATE api_keys SET last_used_at = @at WHERE id = @id');
-    this.updateSettingsStatement = db.prepare(
-      `UPDATE accounts SET plan = @plan, default_scenario = @defaultScenario,
-         webhook_retry_schedule = @webhookRetrySchedule, rate_limits_enabled = @rateLimitsEnabled WHERE id = @id`,
-    );
-  }
-
-  /** Inserts the account unless one with this id exists (so seeding is idempotent). */
-  /**
-   * Every API request looks up its key and account. They change only through this store, so they are
-   * kept in memory and every write here drops what it could have made stale.
-   */
   private readonly byKeyValue = new Map<string, { account: Account; key: ApiKeyRecord }>();
   private readonly byId = new Map<string, Account>();
 
@@ -147,8 +126,9 @@ export class AccountStore {
     this.byId.clear();
   }
 
-  insert(account: Account): void {
-    this.insertAccount.run({
+  /** Inserts the account unless one with this id exists (so seeding is idempotent). */
+  async insert(q: Sql, account: Account): Promise<void> {
+    await q.run(SQL.insertAccount, {
       id: account.id,
       name: account.name,
       plan: account.plan,
@@ -161,19 +141,24 @@ export class AccountStore {
 
   /** An account and its first key, both or neither. */
   insertWithKey(
+    q: Sql,
     account: Account,
     key: Omit<ApiKeyRecord, 'accountId' | 'last4' | 'lastUsedAt' | 'revokedAt'>,
     value: string,
-  ): void {
-    transaction(this.db, () => {
-      this.insert(account);
-      this.insertApiKey({ ...key, accountId: account.id }, value);
+  ): Promise<void> {
+    return q.transaction(async (tx) => {
+      await this.insert(tx, account);
+      await this.insertApiKey(tx, { ...key, accountId: account.id }, value);
     });
   }
 
   /** Stores a key by its hash; the value itself is never written. */
-  insertApiKey(key: Omit<ApiKeyRecord, 'last4' | 'lastUsedAt' | 'revokedAt'>, value: string): void {
-    this.insertKey.run({
+  async insertApiKey(
+    q: Sql,
+    key: Omit<ApiKeyRecord, 'last4' | 'lastUsedAt' | 'revokedAt'>,
+    value: string,
+  ): Promise<void> {
+    await q.run(SQL.insertKey, {
       id: key.id,
       accountId: key.accountId,
       name: key.name,
@@ -184,10 +169,13 @@ export class AccountStore {
     });
   }
 
-  find(id: string): Account | undefined {
-    const cached = this.byId.get(id);
-    if (cached) return cached;
-    const row = this.selectAccount.get(id);
+  /** The account, from memory when it was read since its last change. */
+  find(q: Sql, id: string): Account | Promise<Account | undefined> | undefined {
+    return this.byId.get(id) ?? this.read(q, id);
+  }
+
+  private async read(q: Sql, id: string): Promise<Account | undefined> {
+    const row = await q.get<AccountRow>(SQL.selectAccount, [id]);
     if (!row) return undefined;
     const account = toAccount(row);
     if (this.byId.size >= CACHE_LIMIT) this.byId.clear();
@@ -196,20 +184,15 @@ export class AccountStore {
   }
 
   /** The key with this value and its account, revoked or not; undefined when no such key exists. */
-  findByKey(value: string): { account: Account; key: ApiKeyRecord } | undefined {
-    const cached = this.byKeyValue.get(value);
-    if (cached) return cached;
-    const found = this.findByKeyInDatabase(value);
-    // Unknown keys are not remembered, so random ones cannot fill the cache.
-    if (found) {
-      if (this.byKeyValue.size >= CACHE_LIMIT) this.byKeyValue.clear();
-      this.byKeyValue.set(value, found);
-    }
-    return found;
+  findByKey(
+    q: Sql,
+    value: string,
+  ): { account: Account; key: ApiKeyRecord } | Promise<{ account: Account; key: ApiKeyRecord } | undefined> {
+    return this.byKeyValue.get(value) ?? this.readByKey(q, value);
   }
 
-  private findByKeyInDatabase(value: string): { account: Account; key: ApiKeyRecord } | undefined {
-    const row = this.selectByKeyHash.get(hashKey(value));
+  private async readByKey(q: Sql, value: string): Promise<{ account: Account; key: ApiKeyRecord } | undefined> {
+    const row = await q.get<AccountRow & KeyColumns>(SQL.selectByKeyHash, [hashKey(value)]);
     if (!row) return undefined;
     const key = toKey({
       id: row.key_id,
@@ -221,14 +204,19 @@ export class AccountStore {
       last_used_at: row.key_last_used_at,
       revoked_at: row.key_revoked_at,
     });
-    return { account: toAccount(row), key };
+    const found = { account: toAccount(row), key };
+    // Unknown keys are not remembered, so random ones cannot fill the memory.
+    if (this.byKeyValue.size >= CACHE_LIMIT) this.byKeyValue.clear();
+    this.byKeyValue.set(value, found);
+    return found;
   }
 
-  saveSettings(
+  async saveSettings(
+    q: Sql,
     account: Pick<Account, 'id' | 'plan' | 'defaultScenario' | 'webhookRetrySchedule' | 'rateLimitsEnabled'>,
-  ): void {
+  ): Promise<void> {
     this.forget();
-    this.updateSettingsStatement.run({
+    await q.run(SQL.updateSettings, {
       id: account.id,
       plan: account.plan,
       defaultScenario: account.defaultScenario,
@@ -236,32 +224,35 @@ export class AccountStore {
       webhookRetrySchedule:
         account.webhookRetrySchedule === null ? null : JSON.stringify(account.webhookRetrySchedule),
     });
+    this.forget();
   }
 
   /** Newest first, revoked ones included. */
-  keys(accountId: string): ApiKeyRecord[] {
-    return this.selectKeys.all(accountId).map(toKey);
+  async keys(q: Sql, accountId: string): Promise<ApiKeyRecord[]> {
+    return (await q.all<KeyRow>(dialect(q, SQL.selectKeys), [accountId])).map(toKey);
   }
 
   /** Revokes at once; revoking twice keeps the first time. Undefined when the account has no such key. */
-  revokeKey(accountId: string, keyId: string, at: number): ApiKeyRecord | undefined {
+  async revokeKey(q: Sql, accountId: string, keyId: string, at: number): Promise<ApiKeyRecord | undefined> {
     this.forget();
-    this.revokeKeyStatement.run({ id: keyId, accountId, at });
-    return this.keys(accountId).find((key) => key.id === keyId);
+    await q.run(SQL.revokeKey, { id: keyId, accountId, at });
+    this.forget();
+    return (await this.keys(q, accountId)).find((key) => key.id === keyId);
   }
 
   /**
    * Writes keys' last-used times, all in one transaction. The cached keys keep the times they were
    * read with: the times in memory (KeyUsage) are the fresh ones, and nothing reads the cached ones.
    */
-  saveLastUsed(times: ReadonlyMap<string, number>): void {
-    transaction(this.db, () => {
-      for (const [id, at] of times) this.lastUsedStatement.run({ id, at });
+  saveLastUsed(q: Sql, times: ReadonlyMap<string, number>): Promise<void> {
+    return q.transaction(async (tx) => {
+      for (const [id, at] of times) await tx.run(SQL.lastUsed, { id, at });
     });
   }
 
-  saveClock(accountId: string, clock: ClockState): void {
+  async saveClock(q: Sql, accountId: string, clock: ClockState): Promise<void> {
     this.forget();
-    this.updateClockStatement.run({ id: accountId, ...clock, frozen: clock.frozen ? 1 : 0 });
+    await q.run(SQL.updateClock, { id: accountId, ...clock, frozen: clock.frozen ? 1 : 0 });
+    this.forget();
   }
 }

@@ -14,6 +14,7 @@ const REASONS = {
   full: 'the disk is full',
   busy: 'the database is busy',
   io: 'the disk reports an I/O error',
+  unavailable: 'the database cannot be reached',
 } as const;
 
 /**

@@ -1,5 +1,7 @@
 import pg from 'pg';
-import type { Params, Sql } from './sql.js';
+import { isDatabaseUnavailable } from '../core/storage-errors.js';
+import { migratePostgres } from './migrations.js';
+import type { Params, SandboxDatabase, Sql } from './sql.js';
 
 /** A statement's text in PostgreSQL's numbered form, and where each number's value comes from. */
 interface Numbered {
@@ -182,29 +184,62 @@ class PostgresTransaction extends PostgresQueries {
   }
 }
 
-const SOCKET_ERRORS = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  'EPIPE',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-]);
-
 /** Errors that say the connection itself is gone (rather than a statement failing on a good one). */
-export function isConnectionLost(error: unknown): boolean {
-  const code = (error as { code?: unknown } | undefined)?.code;
-  // SQLSTATE class 08 (connection exception) and 57P (the server shutting down or starting), and
-  // the system's own errors for a socket that cannot reach the server.
-  if (
-    typeof code === 'string' &&
-    (code.startsWith('08') || code.startsWith('57P') || SOCKET_ERRORS.has(code))
-  )
-    return true;
-  const message = (error as Error | undefined)?.message ?? '';
-  return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(
-    message,
-  );
+export const isConnectionLost = isDatabaseUnavailable;
+
+/** How long a request may wait for a connection, and a statement for its answer, before the database counts as out of reach. */
+export const CONNECT_TIMEOUT_MS = 2_000;
+export const STATEMENT_TIMEOUT_MS = 4_000;
+
+/**
+ * A sandbox's database over PostgreSQL: a pool of connections to the URL's database (TLS and the
+ * rest as the URL says: `sslmode`, `options=-c search_path=…`). A connection is waited for at most
+ * CONNECT_TIMEOUT_MS and a statement at most STATEMENT_TIMEOUT_MS, so that while the server is down
+ * or out of reach a request fails within seconds (`503 service_unavailable`) rather than hanging; the
+ * pool opens new connections once it is back.
+ */
+export function postgresDatabase(
+  url: string,
+  options: { poolSize?: number; onIdleError?: (error: Error) => void } = {},
+): SandboxDatabase {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: options.poolSize ?? 10,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    query_timeout: STATEMENT_TIMEOUT_MS,
+    application_name: 'shipping-sandbox',
+  });
+  // A connection that breaks while idle (the server restarts) is dropped by the pool; without a
+  // listener, its error would end the process.
+  pool.on('error', (error) => options.onIdleError?.(error));
+  const sql = new PostgresSql(pool);
+  return {
+    engine: 'postgres',
+    sql,
+    description: `PostgreSQL, ${describeUrl(url)}`,
+    migrate: (owners) => migratePostgres(pool, owners),
+    async ping(timeoutMs) {
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(false), timeoutMs);
+      });
+      try {
+        return await Promise.race([pool.query('SELECT 1').then(() => true, () => false), late]);
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+    close: () => pool.end(),
+  };
+}
+
+/** The URL without its password, for the banner and `/healthz`. */
+export function describeUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    const database = parsed.pathname.replace(/^\//, '') || 'postgres';
+    return `${parsed.hostname}${parsed.port ? `:${parsed.port}` : ''}/${database}`;
+  } catch {
+    return 'the database URL given';
+  }
 }

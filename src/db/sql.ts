@@ -11,6 +11,8 @@
  * resolves and rolled back when it throws.
  */
 
+import type { OwnedTables } from './migrations.js';
+
 export type Engine = 'sqlite' | 'postgres';
 
 /** Named parameters by name (without the `@`), or positional ones in order. */
@@ -37,3 +39,16 @@ export interface Sql {
 
 /** A store's SQL for each engine, where the two differ. */
 export const dialect = <T>(sql: Pick<Sql, 'engine'>, forEach: Record<Engine, T>): T => forEach[sql.engine];
+
+/** A sandbox's database: its engine, the SQL its stores run, and what the server does with it. */
+export interface SandboxDatabase {
+  readonly engine: Engine;
+  readonly sql: Sql;
+  /** What the banner and `/healthz` say it is (never a password). */
+  readonly description: string;
+  /** Brings every owner's tables up to date, in the order given (see migrations.ts). */
+  migrate(owners: readonly OwnedTables[]): Promise<void>;
+  /** Whether the database answers now, within `timeoutMs`. */
+  ping(timeoutMs: number): Promise<boolean>;
+  close(): Promise<void>;
+}

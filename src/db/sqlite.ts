@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3';
-import type { Params, Sql } from './sql.js';
+import { migrateSqlite } from './migrations.js';
+import type { Params, SandboxDatabase, Sql } from './sql.js';
 
 type Statement = Database.Statement<unknown[], unknown>;
 
@@ -210,4 +211,22 @@ class SqliteTransaction implements Sql {
       inner.end();
     }
   }
+}
+
+/** A sandbox's database over SQLite (a file, or memory). */
+export function sqliteDatabase(connection: Database.Database, location: string): SandboxDatabase {
+  const sql = new SqliteSql(connection);
+  return {
+    engine: 'sqlite',
+    sql,
+    description: location === ':memory:' ? 'SQLite, in memory' : `SQLite, ${location}`,
+    async migrate(owners) {
+      migrateSqlite(connection, owners);
+    },
+    // In the process itself: SQLite is always there.
+    ping: async () => true,
+    async close() {
+      connection.close();
+    },
+  };
 }

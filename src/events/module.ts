@@ -23,7 +23,7 @@ export function eventsModule(settings: { envelope?: z.ZodType } = {}): SandboxMo
       provide('events', { store });
       return {
         controls: eventRoutes(db, store, settings.envelope),
-        reset: (accountId) => store.deleteAccount(accountId),
+        reset: (tx, accountId) => store.deleteAccount(tx, accountId),
       };
     },
   };

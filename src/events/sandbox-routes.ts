@@ -2,7 +2,7 @@ import { createRoute, z } from '@hono/zod-openapi';
 import { invalidParameter } from '../core/errors.js';
 import { toJsonText } from '../core/json.js';
 import { parseLimit } from '../core/paging.js';
-import { type Db, transaction } from '../db/database.js';
+import type { Sql } from '../db/sql.js';
 import { requireScope } from '../http/auth.js';
 import {
   BEARER_SECURITY,
@@ -24,7 +24,7 @@ const tags = ['Sandbox controls'];
  * The account's event log, and test events fired on demand. `envelope` describes an event in the
  * document: by default any envelope; the wiring gives the union of the seven, each with its `data`.
  */
-export function eventRoutes(db: Db, events: EventStore, envelope: z.ZodType = EventSchema) {
+export function eventRoutes(db: Sql, events: EventStore, envelope: z.ZodType = EventSchema) {
   const router = createRouter();
   const EventListSchema = z.object({ data: z.array(envelope) }).openapi('EventList');
 
@@ -40,13 +40,13 @@ export function eventRoutes(db: Db, events: EventStore, envelope: z.ZodType = Ev
       request: { query: EventListQuerySchema },
       responses: { 200: jsonResponse(EventListSchema, 'Events'), ...controlErrors(...ErrorCodes.query) },
     }),
-    (c) => {
+    async (c) => {
       const { event, limit } = c.req.valid('query');
       if (event !== undefined && !(EVENT_TYPES as readonly string[]).includes(event)) {
         throw invalidParameter('event', `'event' must be one of ${EVENT_TYPES.join(', ')}.`);
       }
       const take = parseLimit(limit, EVENT_LIST_LIMIT);
-      return sendJsonText(c, events.listText(c.get('caller').accountId, { type: event, limit: take }), 200);
+      return sendJsonText(c, await events.listText(c.get('caller').accountId, { type: event, limit: take }), 200);
     },
   );
 
@@ -65,11 +65,11 @@ export function eventRoutes(db: Db, events: EventStore, envelope: z.ZodType = Ev
         ...controlErrors(...ErrorCodes.body, ...ErrorCodes.validation, ...ErrorCodes.write),
       },
     }),
-    (c) => {
+    async (c) => {
       const { event } = c.req.valid('json');
       const { accountId, now } = c.get('caller');
-      const recorded = transaction(db, () =>
-        events.record(accountId, event, toJsonText(sampleEventData(event, now)), now),
+      const recorded = await db.transaction((tx) =>
+        events.record(tx, accountId, event, toJsonText(sampleEventData(event, now)), now),
       );
       return sendJsonText(c, recorded.body, 201);
     },

@@ -73,7 +73,7 @@ export function labelRoutes(labels: LabelService, cdnBase: CdnBase) {
         ),
       },
     }),
-    (c) => sendJsonText(c, labels.generate(c.get('caller'), c.req.valid('json'), cdnBase(c)), 201),
+    async (c) => sendJsonText(c, await labels.generate(c.get('caller'), c.req.valid('json'), cdnBase(c)), 201),
   );
 
   router.openapi(
@@ -134,7 +134,7 @@ export function labelRoutes(labels: LabelService, cdnBase: CdnBase) {
         ),
       },
     }),
-    (c) => sendJsonText(c, labels.void(c.get('caller'), c.req.valid('param').id), 200),
+    async (c) => sendJsonText(c, await labels.void(c.get('caller'), c.req.valid('param').id), 200),
   );
 
   return router;

@@ -21,20 +21,21 @@ export function shipmentsModule(): SandboxModule {
   return {
     name: 'shipments',
     migrations: SHIPMENTS_MIGRATIONS,
-    build({ db, ports, provide }) {
+    async build({ db, ports, provide }) {
       const store = new ShipmentStore(db);
       const service = new ShipmentService({
         db,
         store,
         events: ports.events.store,
-        cursors: new CursorCodec(new SettingsStore(db).secret('cursor_signing_secret')),
-        voidLabelOnCancel: (actor, shipment) => ports.labels.service.voidOnCancel(actor, shipment),
+        cursors: new CursorCodec(await new SettingsStore(db).secret('cursor_signing_secret')),
+        voidLabelOnCancel: (tx, actor, shipment) => ports.labels.service.voidOnCancel(tx, actor, shipment),
+        keepAnswers: db.engine === 'sqlite',
       });
       provide('shipments', { service, store });
       return {
         api: shipmentRoutes(service),
         controls: shipmentControlRoutes(service),
-        reset: (accountId) => store.deleteAccount(accountId),
+        reset: (tx, accountId) => store.deleteAccount(tx, accountId),
       };
     },
   };

@@ -49,7 +49,7 @@ export function shipmentRoutes(shipments: ShipmentService) {
         ),
       },
     }),
-    (c) => sendJsonText(c, shipments.create(c.get('caller'), c.req.valid('json')), 201),
+    async (c) => sendJsonText(c, await shipments.create(c.get('caller'), c.req.valid('json')), 201),
   );
 
   router.openapi(
@@ -67,7 +67,7 @@ export function shipmentRoutes(shipments: ShipmentService) {
         ...apiErrors(...ErrorCodes.query),
       },
     }),
-    (c) => sendJsonText(c, shipments.list(c.get('caller'), c.req.valid('query')), 200),
+    async (c) => sendJsonText(c, await shipments.list(c.get('caller'), c.req.valid('query')), 200),
   );
 
   router.openapi(
@@ -85,7 +85,7 @@ export function shipmentRoutes(shipments: ShipmentService) {
         ...apiErrors(...ErrorCodes.lookup),
       },
     }),
-    (c) => sendJsonText(c, shipments.getJson(c.get('caller'), c.req.valid('param').id), 200),
+    async (c) => sendJsonText(c, await shipments.getJson(c.get('caller'), c.req.valid('param').id), 200),
   );
 
   router.openapi(
@@ -103,7 +103,7 @@ export function shipmentRoutes(shipments: ShipmentService) {
         ...apiErrors(...ErrorCodes.lookup, 'shipment_not_cancellable', ...ErrorCodes.write),
       },
     }),
-    (c) => sendJsonText(c, shipments.cancel(c.get('caller'), c.req.valid('param').id), 200),
+    async (c) => sendJsonText(c, await shipments.cancel(c.get('caller'), c.req.valid('param').id), 200),
   );
 
   return router;

@@ -52,7 +52,7 @@ export function shipmentControlRoutes(shipments: ShipmentService) {
         ...controlErrors(...ErrorCodes.query),
       },
     }),
-    (c) => sendJsonText(c, shipments.search(c.get('caller'), c.req.valid('query')), 200),
+    async (c) => sendJsonText(c, await shipments.search(c.get('caller'), c.req.valid('query')), 200),
   );
 
   return router;

@@ -4,7 +4,7 @@ import { ApiError, invalidParameter, notFound } from '../core/errors.js';
 import { newId } from '../core/ids.js';
 import { type JsonText, toJsonText } from '../core/json.js';
 import { type CursorCodec, parseLimit } from '../core/paging.js';
-import { type Db, transaction } from '../db/database.js';
+import type { Sql } from '../db/sql.js';
 import type { EventStore } from '../events/store.js';
 import { findCarrier } from '../rates/carriers.js';
 import { chooseRate } from '../rates/pricing.js';
@@ -34,7 +34,7 @@ export interface CancelledShipment {
 }
 
 export interface ShipmentServiceDeps {
-  db: Db;
+  db: Sql;
   store: ShipmentStore;
   events: EventStore;
   /** Signs the list's cursors and checks the ones clients send back. */
@@ -43,7 +43,12 @@ export interface ShipmentServiceDeps {
    * Voids the shipment's active label, if it has one, inside the cancellation's transaction, and
    * answers the shipment as it stands afterwards (the labels module owns labels and their voids).
    */
-  voidLabelOnCancel: (actor: Actor, shipment: ShipmentRecord) => ShipmentRecord;
+  voidLabelOnCancel: (tx: Sql, actor: Actor, shipment: ShipmentRecord) => Promise<ShipmentRecord>;
+  /**
+   * Whether answers may be kept in memory (SQLite: this process writes every row, and counts each
+   * write). Over PostgreSQL other replicas write too, so every read goes to the database.
+   */
+  keepAnswers: boolean;
 }
 
 /** Creating, reading, listing and cancelling shipments. */
@@ -58,7 +63,7 @@ export class ShipmentService {
    * Validates, verifies and rates the request, then stores the shipment and its event at once. The
    * shipment is serialised once: its text is the answer and the event's `data`.
    */
-  create(actor: Actor, input: CreateShipmentInput): JsonText<Shipment> {
+  create(actor: Actor, input: CreateShipmentInput): Promise<JsonText<Shipment>> {
     checkAddress(input.from, 'from');
     checkAddress(input.to, 'to');
     verifyDestination(input.to);
@@ -69,8 +74,8 @@ export class ShipmentService {
       input.parcel,
     );
     const { db, store, events } = this.deps;
-    return transaction(db, () => {
-      const { json } = store.insert({
+    return db.transaction(async (tx) => {
+      const { json } = await store.insert(tx, {
         id: newId('shp', actor.now),
         accountId: actor.accountId,
         status: 'created',
@@ -83,27 +88,34 @@ export class ShipmentService {
         reference: input.reference ?? null,
         createdAt: actor.now,
       });
-      events.record(actor.accountId, 'shipment.created', json, actor.now);
+      await events.record(tx, actor.accountId, 'shipment.created', json, actor.now);
       return json;
     });
   }
 
-  get(actor: Actor, id: string): ShipmentRecord {
-    const record = this.deps.store.find(actor.accountId, id);
+  async get(q: Sql, actor: Actor, id: string): Promise<ShipmentRecord> {
+    const record = await this.deps.store.find(q, actor.accountId, id);
+    if (!record) throw notFound('shipment', id);
+    return record;
+  }
+
+  /** The shipment, held for the rest of `tx`, which will change it. */
+  async getForUpdate(tx: Sql, actor: Actor, id: string): Promise<ShipmentRecord> {
+    const record = await this.deps.store.findForUpdate(tx, actor.accountId, id);
     if (!record) throw notFound('shipment', id);
     return record;
   }
 
   /** The shipment's JSON as stored: `GET /v1/shipments/:id` sends it as it is. */
-  getJson(actor: Actor, id: string): JsonText<Shipment> {
-    const { store } = this.deps;
+  async getJson(actor: Actor, id: string): Promise<JsonText<Shipment>> {
+    const { store, keepAnswers } = this.deps;
     const key = `${actor.accountId} ${id}`;
     const changes = store.changesOf(actor.accountId);
-    const read = this.reads.get(key, changes);
+    const read = keepAnswers ? this.reads.get(key, changes) : undefined;
     if (read !== undefined) return read as JsonText<Shipment>;
-    const json = store.findJson(actor.accountId, id);
+    const json = await store.findJson(actor.accountId, id);
     if (json === undefined) throw notFound('shipment', id);
-    this.reads.offer(key, changes, json);
+    if (keepAnswers) this.reads.offer(key, changes, json);
     return json;
   }
 
@@ -111,10 +123,10 @@ export class ShipmentService {
    * Cancellation is allowed from `created` and `label_generated` only (the specification); a generated
    * label is voided first, so `label.voided` comes before `shipment.cancelled`.
    */
-  cancel(actor: Actor, id: string): JsonText<CancelledShipment> {
+  cancel(actor: Actor, id: string): Promise<JsonText<CancelledShipment>> {
     const { db, store, events } = this.deps;
-    return transaction(db, () => {
-      let record = this.get(actor, id);
+    return db.transaction(async (tx) => {
+      let record = await this.getForUpdate(tx, actor, id);
       if (record.status !== 'created' && record.status !== 'label_generated') {
         throw new ApiError(
           422,
@@ -122,10 +134,10 @@ export class ShipmentService {
           `Shipment ${id} is ${record.status}; only created or label_generated shipments can be cancelled.`,
         );
       }
-      if (record.labelId !== null) record = this.deps.voidLabelOnCancel(actor, record);
-      const cancelled = store.setStatus(record, 'cancelled', actor.now);
+      if (record.labelId !== null) record = await this.deps.voidLabelOnCancel(tx, actor, record);
+      const cancelled = await store.setStatus(tx, record, 'cancelled', actor.now);
       const json = toJsonText(cancelledBody(cancelled));
-      events.record(actor.accountId, 'shipment.cancelled', json, actor.now);
+      await events.record(tx, actor.accountId, 'shipment.cancelled', json, actor.now);
       return json;
     });
   }
@@ -134,7 +146,7 @@ export class ShipmentService {
    * The dashboard's list and search: the newest shipments, or those whose id or tracking number is
    * `q` or whose reference starts with it, by status when given; newest first, one page.
    */
-  search(actor: Actor, query: SearchQuery): JsonText<{ data: Shipment[] }> {
+  async search(actor: Actor, query: SearchQuery): Promise<JsonText<{ data: Shipment[] }>> {
     const limit = parseLimit(query.limit, SEARCH_PAGE_SIZE);
     const status = parseStatus(query.status);
     const q = query.q?.trim() ?? '';
@@ -144,8 +156,8 @@ export class ShipmentService {
     const { store } = this.deps;
     const bodies =
       q === ''
-        ? store.page(actor.accountId, { status }, limit, undefined).bodies
-        : store.search(actor.accountId, q, status, limit);
+        ? (await store.page(actor.accountId, { status }, limit, undefined)).bodies
+        : await store.search(actor.accountId, q, status, limit);
     return `{"data":[${bodies.join(',')}]}` as JsonText<{ data: Shipment[] }>;
   }
 
@@ -153,7 +165,7 @@ export class ShipmentService {
    * One page of the account's shipments, newest first, with the contract's `meta`: the stored JSON of
    * each, joined, around the `meta` that `JSON.stringify` writes.
    */
-  list(actor: Actor, query: ListQuery): JsonText<ShipmentList> {
+  async list(actor: Actor, query: ListQuery): Promise<JsonText<ShipmentList>> {
     const limit = parseLimit(query.limit, PAGE_SIZE);
     const { store, cursors } = this.deps;
     const after = query.cursor === undefined ? undefined : cursors.decode(actor.accountId, query.cursor);
@@ -164,16 +176,19 @@ export class ShipmentService {
     const filter = { status, carrier: query.carrier };
     const key = [actor.accountId, limit, after?.createdAt, after?.seq, status, query.carrier].join(' ');
     const changes = store.changesOf(actor.accountId);
-    const answered = this.pages.get(key, changes);
+    const answered = this.deps.keepAnswers ? this.pages.get(key, changes) : undefined;
     if (answered !== undefined) return answered as JsonText<ShipmentList>;
-    const { bodies, hasMore, last } = store.page(actor.accountId, filter, limit, after);
+    const [{ bodies, hasMore, last }, total] = await Promise.all([
+      store.page(actor.accountId, filter, limit, after),
+      store.count(actor.accountId, filter),
+    ]);
     const meta: ShipmentList['meta'] = {
-      total: store.count(actor.accountId, filter),
+      total,
       cursor: hasMore && last ? cursors.encode(actor.accountId, last) : null,
       has_more: hasMore,
     };
     const text = `{"data":[${bodies.join(',')}],"meta":${JSON.stringify(meta)}}` as JsonText<ShipmentList>;
-    this.pages.offer(key, changes, text);
+    if (this.deps.keepAnswers) this.pages.offer(key, changes, text);
     return text;
   }
 }

@@ -3,11 +3,9 @@ import { type JsonText, toJsonText } from '../core/json.js';
 import type { PagePosition } from '../core/paging.js';
 import { formatTimestamp } from '../core/time.js';
 import { accountKeyOf } from '../db/account-keys.js';
-import type { Db } from '../db/database.js';
+import { dialect, type Sql } from '../db/sql.js';
 import { packShipmentBody, unpackShipmentBody } from './body-packing.js';
 import type { Shipment, ShipmentStatus } from './schema.js';
-
-type Statement = ReturnType<Db['prepare']>;
 
 /** A shipment as stored: the API shape plus the ordering key and raw times. */
 export interface ShipmentRecord {
@@ -100,13 +98,6 @@ export function presentShipment(record: Omit<ShipmentRecord, 'seq' | 'accountId'
   };
 }
 
-/**
- * Whether a string holds a lone surrogate, which SQLite's UTF-8 cannot hold as it is. (ES2024's
- * `isWellFormed`, in Node 20 and later; `/\p{Surrogate}/u` said the same through ICU, whose property
- * data, touched by the first shipment, kept 1.3 MiB more of node's binary resident.)
- */
-const hasLoneSurrogate = (text: string) => !(text as string & { isWellFormed(): boolean }).isWellFormed();
-
 /** How many rows a search reads for each way of matching, at most. */
 export const SEARCH_SCAN = 1000;
 
@@ -115,68 +106,56 @@ export interface ListFilter {
   carrier?: string | undefined;
 }
 
+const SQL = {
+  insert: `INSERT INTO shipments (id, account_id, account_key, status, carrier, reference, created_at, body)
+    VALUES (@id, @accountId, ${accountKeyOf('@accountId')}, @status, @carrier, @reference, @createdAt, @body)
+    RETURNING seq`,
+  selectById: 'SELECT * FROM shipments WHERE id = ? AND account_id = ?',
+  // FOR UPDATE on PostgreSQL: a change reads the row it is about to write and holds it until it commits.
+  selectByIdForUpdate: {
+    sqlite: 'SELECT * FROM shipments WHERE id = ? AND account_id = ?',
+    postgres: 'SELECT * FROM shipments WHERE id = ? AND account_id = ? FOR UPDATE',
+  },
+  selectBodyById: 'SELECT body FROM shipments WHERE id = ? AND account_id = ?',
+  updateStatus: 'UPDATE shipments SET status = @status, cancelled_at = @cancelledAt, body = @body WHERE seq = @seq',
+  updateLabel:
+    'UPDATE shipments SET status = @status, tracking_number = @trackingNumber, body = @body WHERE seq = @seq',
+  deleteAccount: `DELETE FROM shipments WHERE account_key = ${accountKeyOf('?')}`,
+  search: `SELECT body FROM shipments WHERE seq IN (
+      SELECT seq FROM shipments WHERE id = @q AND account_id = @accountId
+      UNION ALL
+      SELECT seq FROM (SELECT seq FROM shipments
+        WHERE account_key = ${accountKeyOf('@accountId')} AND tracking_number = @q LIMIT @scan) AS by_tracking
+      UNION ALL
+      SELECT seq FROM (SELECT seq FROM shipments
+        WHERE account_key = ${accountKeyOf('@accountId')} AND reference >= @q AND reference < @qEnd LIMIT @scan) AS by_reference
+    ) AND (CAST(@status AS TEXT) IS NULL OR status = @status)
+    ORDER BY created_at DESC, seq DESC LIMIT @take`,
+};
+
 /**
  * The shipments table. Each row keeps the shipment's API JSON (`body`, packed: body-packing.ts),
  * written with the row and rewritten by every change, beside the columns that lists, searches and
  * counts filter on: a read sends that text as it is, and a list joins its rows' texts, with nothing
- * parsed or serialised again. Lists and searches find an account's rows by its key (migration 16).
+ * parsed or serialised again. Lists and searches find an account's rows by its key.
+ *
+ * Writes take the transaction they belong to (`tx`); reads that serve the API alone run on the
+ * database.
  */
 export class ShipmentStore {
-  private readonly insertStatement;
-  private readonly selectById;
-  private readonly selectBodyById;
-  private readonly updateStatusStatement;
-  private readonly updateLabelStatement;
-  private readonly deleteAccountStatement;
-  private readonly searchStatement;
-  private readonly storedText;
-
-  constructor(private readonly db: Db) {
-    this.insertStatement = db.prepare(
-      `INSERT INTO shipments (id, account_id, account_key, status, carrier, reference, created_at, body)
-       VALUES (@id, @accountId, ${accountKeyOf('@accountId')}, @status, @carrier, @reference, @createdAt, @body)`,
-    );
-    this.selectById = db.prepare<[string, string], ShipmentRow>(
-      'SELECT * FROM shipments WHERE id = ? AND account_id = ?',
-    );
-    this.selectBodyById = db
-      .prepare<[string, string], string>('SELECT body FROM shipments WHERE id = ? AND account_id = ?')
-      .pluck();
-    this.updateStatusStatement = db.prepare(
-      'UPDATE shipments SET status = @status, cancelled_at = @cancelledAt, body = @body WHERE seq = @seq',
-    );
-    this.updateLabelStatement = db.prepare(
-      'UPDATE shipments SET status = @status, tracking_number = @trackingNumber, body = @body WHERE seq = @seq',
-    );
-    this.deleteAccountStatement = db.prepare(
-      `DELETE FROM shipments WHERE account_key = ${accountKeyOf('?')}`,
-    );
-    this.searchStatement = db.prepare<Record<string, unknown>, string>(
-      `SELECT body FROM shipments WHERE seq IN (
-         SELECT seq FROM shipments WHERE id = @q AND account_id = @accountId
-         UNION ALL
-         SELECT seq FROM (SELECT seq FROM shipments
-           WHERE account_key = ${accountKeyOf('@accountId')} AND tracking_number = @q LIMIT @scan)
-         UNION ALL
-         SELECT seq FROM (SELECT seq FROM shipments
-           WHERE account_key = ${accountKeyOf('@accountId')} AND reference >= @q AND reference < @qEnd LIMIT @scan)
-       ) AND (@status IS NULL OR status = @status)
-       ORDER BY created_at DESC, seq DESC LIMIT @take`,
-    );
-    this.searchStatement.pluck();
-    this.storedText = db.prepare<[string], string>('SELECT ?').pluck();
-  }
+  constructor(private readonly db: Sql) {}
 
   /** Deletes the account's shipments; the counts follow by trigger. */
-  deleteAccount(accountId: string): void {
+  async deleteAccount(tx: Sql, accountId: string): Promise<void> {
     this.changed(accountId);
-    this.deleteAccountStatement.run(accountId);
+    await tx.run(SQL.deleteAccount, [accountId]);
+    this.changed(accountId);
   }
 
   /**
-   * How many times the account's shipments have been written, counted before each write: what a read
-   * answered stands while this is unchanged (see `PageCache`). Every write of the table is this
-   * store's, so none goes uncounted.
+   * How many times the account's shipments have been written, counted before and after each write:
+   * what a read answered stands while this is unchanged (see `PageCache`). Every write of the table is
+   * this store's, so none goes uncounted.
    */
   changesOf(accountId: string): number {
     return this.changes.get(accountId) ?? 0;
@@ -191,74 +170,95 @@ export class ShipmentStore {
    * Stores a new shipment. Answers the record and its JSON text, serialised once: the answer to its
    * creation and its event's `data`.
    */
-  insert(shipment: NewShipment): { record: ShipmentRecord; json: JsonText<Shipment> } {
-    const unstored = { ...shipment, trackingNumber: null, labelId: null, cancelledAt: null };
+  async insert(tx: Sql, shipment: NewShipment): Promise<{ record: ShipmentRecord; json: JsonText<Shipment> }> {
+    const unstored = {
+      ...shipment,
+      reference: wellFormed(shipment.reference),
+      trackingNumber: null,
+      labelId: null,
+      cancelledAt: null,
+    };
     const json = toJsonText(presentShipment(unstored));
     this.changed(shipment.accountId);
-    const result = this.insertStatement.run({
+    const row = await tx.get<{ seq: number }>(SQL.insert, {
       id: shipment.id,
       accountId: shipment.accountId,
       status: shipment.status,
       carrier: shipment.carrier,
-      reference: shipment.reference,
+      reference: unstored.reference,
       createdAt: shipment.createdAt,
-      body: this.storedBody(unstored, json),
+      body: packShipmentBody(json),
     });
-    return { record: { ...unstored, seq: Number(result.lastInsertRowid) }, json };
+    this.changed(shipment.accountId);
+    return { record: { ...unstored, seq: (row as { seq: number }).seq }, json };
   }
 
   /** The shipment if it exists in this account; another account's shipment does not exist here. */
-  find(accountId: string, id: string): ShipmentRecord | undefined {
-    const row = this.selectById.get(id, accountId);
+  async find(q: Sql, accountId: string, id: string): Promise<ShipmentRecord | undefined> {
+    const row = await q.get<ShipmentRow>(SQL.selectById, [id, accountId]);
+    return row && toRecord(row);
+  }
+
+  /** `find`, holding the row for the rest of the transaction `tx` (PostgreSQL), which will change it. */
+  async findForUpdate(tx: Sql, accountId: string, id: string): Promise<ShipmentRecord | undefined> {
+    const row = await tx.get<ShipmentRow>(dialect(tx, SQL.selectByIdForUpdate), [id, accountId]);
     return row && toRecord(row);
   }
 
   /** The shipment's JSON, as `GET /v1/shipments/:id` answers it; undefined as `find` would be. */
-  findJson(accountId: string, id: string): JsonText<Shipment> | undefined {
-    const body = this.selectBodyById.get(id, accountId) as string | undefined;
+  async findJson(accountId: string, id: string): Promise<JsonText<Shipment> | undefined> {
+    const body = await this.db.value<string>(SQL.selectBodyById, [id, accountId]);
     return body === undefined ? undefined : (unpackShipmentBody(body) as JsonText<Shipment>);
   }
 
-  setStatus(
+  async setStatus(
+    tx: Sql,
     record: ShipmentRecord,
     status: ShipmentStatus,
     cancelledAt: number | null = null,
-  ): ShipmentRecord {
+  ): Promise<ShipmentRecord> {
     const updated = { ...record, status, cancelledAt: cancelledAt ?? record.cancelledAt };
     this.changed(record.accountId);
-    this.updateStatusStatement.run({
+    await tx.run(SQL.updateStatus, {
       seq: record.seq,
       status,
       cancelledAt: updated.cancelledAt,
-      body: this.storedBody(updated),
+      body: packShipmentBody(toJsonText(presentShipment(updated))),
     });
+    this.changed(record.accountId);
     return updated;
   }
 
   /** Links the shipment to its active label (or, with nulls, unlinks it) and sets its status. */
-  setLabel(
+  async setLabel(
+    tx: Sql,
     record: ShipmentRecord,
     status: ShipmentStatus,
     label: { labelId: string; trackingNumber: string } | { labelId: null; trackingNumber: null },
-  ): ShipmentRecord {
+  ): Promise<ShipmentRecord> {
     const updated = { ...record, status, ...label };
     this.changed(record.accountId);
-    this.updateLabelStatement.run({
+    await tx.run(SQL.updateLabel, {
       seq: record.seq,
       status,
       trackingNumber: label.trackingNumber,
-      body: this.storedBody(updated),
+      body: packShipmentBody(toJsonText(presentShipment(updated))),
     });
+    this.changed(record.accountId);
     return updated;
   }
 
   /**
    * One page, newest first, after `after` when given: the rows' JSON, and whether more follow. Two
    * reads of the same index: the page's last place and the one after it (whether more follow), then
-   * the JSON alone, one string a row (better-sqlite3 builds an object a row otherwise, which cost more
-   * than reading the rows).
+   * the JSON alone, one string a row.
    */
-  page(accountId: string, filter: ListFilter, limit: number, after: PagePosition | undefined): ShipmentPage {
+  async page(
+    accountId: string,
+    filter: ListFilter,
+    limit: number,
+    after: PagePosition | undefined,
+  ): Promise<ShipmentPage> {
     const { edge, bodies } = this.pageStatements(filter, after !== undefined);
     const params = {
       accountId,
@@ -267,11 +267,12 @@ export class ShipmentStore {
       afterCreatedAt: after?.createdAt,
       afterSeq: after?.seq,
       take: limit,
+      skip: limit - 1,
     };
-    const places = edge.all(params) as PlaceRow[];
+    const places = await this.db.all<PlaceRow>(edge, params);
     const last = places[0];
     return {
-      bodies: (bodies.all(params) as string[]).map(unpackShipmentBody),
+      bodies: (await this.db.column<string>(bodies, params)).map(unpackShipmentBody),
       hasMore: places.length > 1,
       last: last && { createdAt: last.created_at, seq: last.seq },
     };
@@ -279,49 +280,34 @@ export class ShipmentStore {
 
   /**
    * The JSON of the account's shipments whose id or tracking number is `q`, or whose reference starts
-   * with it, newest first. Each way of matching reads its own index (migration 11) and at most
-   * `SEARCH_SCAN` rows, so a prefix that matches much of a large account costs a bounded read.
+   * with it, newest first. Each way of matching reads its own index and at most `SEARCH_SCAN` rows, so
+   * a prefix that matches much of a large account costs a bounded read.
    */
-  search(accountId: string, q: string, status: ShipmentStatus | undefined, limit: number): string[] {
-    return this.searchStatement
-      .all({
-        accountId,
-        q,
-        // Every reference that starts with `q` sorts below `q` followed by the last code point.
-        qEnd: `${q}\u{10FFFF}`,
-        status: status ?? null,
-        scan: SEARCH_SCAN,
-        take: limit,
-      })
-      .map(unpackShipmentBody);
-  }
-
-  /** From the counts the triggers keep (see migration 6): a handful of rows, whatever the account's size. */
-  count(accountId: string, filter: ListFilter): number {
-    return this.countStatement(filter).get({
+  async search(accountId: string, q: string, status: ShipmentStatus | undefined, limit: number): Promise<string[]> {
+    const bodies = await this.db.column<string>(SQL.search, {
       accountId,
-      status: filter.status,
-      carrier: filter.carrier,
-    }) as number;
+      q,
+      // Every reference that starts with `q` sorts below `q` followed by the last code point.
+      qEnd: `${q}\u{10FFFF}`,
+      status: status ?? null,
+      scan: SEARCH_SCAN,
+      take: limit,
+    });
+    return bodies.map(unpackShipmentBody);
   }
 
-  /**
-   * The body to store: the JSON a read answers, the shipment as its columns hold it, packed. A
-   * reference is the one text the client chose that is stored in a column of its own, and SQLite's
-   * UTF-8 replaces a lone surrogate in it; reads have always answered the reference as stored, so the
-   * stored JSON says the same.
-   */
-  private storedBody(record: Omit<ShipmentRecord, 'seq' | 'accountId'>, json?: string): string {
-    const { reference } = record;
-    if (reference !== null && hasLoneSurrogate(reference)) {
-      return packShipmentBody(
-        toJsonText(presentShipment({ ...record, reference: this.storedText.get(reference) as string })),
-      );
-    }
-    return packShipmentBody(json ?? toJsonText(presentShipment(record)));
+  /** From the counts the triggers keep: a handful of rows, whatever the account's size. */
+  async count(accountId: string, filter: ListFilter): Promise<number> {
+    return Number(
+      await this.db.value<number>(this.countStatement(filter), {
+        accountId,
+        status: filter.status,
+        carrier: filter.carrier,
+      }),
+    );
   }
 
-  /** Shipments are found by their account's key (see migration 16), their counts by its id. */
+  /** Shipments are found by their account's key, their counts by its id. */
   private filterClause(filter: ListFilter, account = `account_key = ${accountKeyOf('@accountId')}`): string {
     let where = account;
     if (filter.status) where += ' AND status = @status';
@@ -330,7 +316,7 @@ export class ShipmentStore {
   }
 
   /** A page's two statements for each shape of list (the filters given, a cursor or not), made once. */
-  private readonly pages = new Map<string, { edge: Statement; bodies: Statement }>();
+  private readonly pages = new Map<string, { edge: string; bodies: string }>();
   private pageStatements(filter: ListFilter, afterCursor: boolean) {
     const shape = `${filter.status ? 's' : ''}${filter.carrier ? 'c' : ''}${afterCursor ? 'a' : ''}`;
     let statements = this.pages.get(shape);
@@ -340,8 +326,8 @@ export class ShipmentStore {
         rows += ' AND (created_at < @afterCreatedAt OR (created_at = @afterCreatedAt AND seq < @afterSeq))';
       rows += ' ORDER BY created_at DESC, seq DESC';
       statements = {
-        edge: this.db.prepare(`SELECT seq, created_at ${rows} LIMIT 2 OFFSET @take - 1`),
-        bodies: this.db.prepare(`SELECT body ${rows} LIMIT @take`).pluck(),
+        edge: `SELECT seq, created_at ${rows} LIMIT 2 OFFSET @skip`,
+        bodies: `SELECT body ${rows} LIMIT @take`,
       };
       this.pages.set(shape, statements);
     }
@@ -349,18 +335,22 @@ export class ShipmentStore {
   }
 
   /** Counts by filter, one statement for each shape. */
-  private readonly counts = new Map<string, Statement>();
-  private countStatement(filter: ListFilter): Statement {
+  private readonly counts = new Map<string, string>();
+  private countStatement(filter: ListFilter): string {
     const shape = `${filter.status ? 's' : ''}${filter.carrier ? 'c' : ''}`;
     let statement = this.counts.get(shape);
     if (!statement) {
-      statement = this.db
-        .prepare(
-          `SELECT coalesce(sum(n), 0) FROM shipment_counts WHERE ${this.filterClause(filter, 'account_id = @accountId')}`,
-        )
-        .pluck();
+      statement = `SELECT coalesce(sum(n), 0) FROM shipment_counts WHERE ${this.filterClause(filter, 'account_id = @accountId')}`;
       this.counts.set(shape, statement);
     }
     return statement;
   }
 }
+
+/**
+ * A reference as the database holds it: a lone surrogate, which UTF-8 cannot hold, as U+FFFD, the
+ * character both engines store in its place. Reads have always answered the reference as stored, so
+ * the stored JSON says the same.
+ */
+const wellFormed = (text: string | null): string | null =>
+  text === null ? null : (text as string & { toWellFormed(): string }).toWellFormed();
