@@ -16,7 +16,7 @@ import type { ShipmentRecord, ShipmentStore } from '../shipments/store.js';
 import { findMagicTrackingNumber, magicTimeline } from './magic-numbers.js';
 import type { TrackingDelivered } from './schema.js';
 import type { TrackingEventRecord, TrackingPlan, TrackingStore } from './store.js';
-import { estimatedDelivery, planTimeline, type TimelineStep } from './timeline.js';
+import { estimatedDelivery, planTimeline, type TimelineInput, type TimelineStep } from './timeline.js';
 
 /** The scheduler's job kind for a label's scenario steps. */
 export const TRACKING_STEP = 'tracking.step';
@@ -141,9 +141,18 @@ export class TrackingService {
     scenario: Scenario,
     startedAt: number,
     seed = this.deps.seed,
+    after?: TimelineInput['after'],
   ) {
     return planTimeline(
-      { seed, labelId: label.id, carrier: label.carrier, from: shipment.from, to: shipment.to, startedAt },
+      {
+        seed,
+        labelId: label.id,
+        carrier: label.carrier,
+        from: shipment.from,
+        to: shipment.to,
+        startedAt,
+        after,
+      },
       scenario,
     );
   }
@@ -463,7 +472,8 @@ export class TrackingService {
     const { db, scheduler } = this.deps;
     return transaction(db, () => {
       const shipment = this.assertTrackable(actor, label);
-      const current = this.present(label).status;
+      const before = this.present(label);
+      const current = before.status;
       const pending = this.pendingSteps(label, shipment);
       const reach = pending.findIndex((step) => step.status === target);
 
@@ -502,7 +512,8 @@ export class TrackingService {
           description: 'forced by the sandbox',
           steps: path.map((status) => ({ afterMs: 0, status })),
         };
-        steps = this.timelineFor(label, shipment, forced, actor.now);
+        // From where the parcel is now, worded for what it has been through (not from the sender's door).
+        steps = this.timelineFor(label, shipment, forced, actor.now, this.deps.seed, before.events[0]);
         scheduler.cancel(TRACKING_STEP, label.id, actor.now);
       }
       let latest = label;
