@@ -145,14 +145,20 @@ describe('the integration report screen', { timeout: 60_000 }, () => {
     expect((await account.api('POST', '/_sandbox/clock/advance', { by: '8d' })).status).toBe(200);
     expect((await fetch(label.label_url)).status).toBe(403);
 
+    const journaled = (await account.api('GET', '/_sandbox/requests')).json.data.length;
+
     const page = await signedIn(account.key, '#/report');
     const check = checkPanel(page, 'fail Fetches label URLs only while they are valid');
-    await check.getByRole('link', { name: `View the shipment of label ${label.id}` }).click();
+    const link = check.getByRole('link', { name: `View the shipment of label ${label.id}` });
+    // The evidence names the shipment: the link goes straight there.
+    expect(await link.getAttribute('href')).toBe(`#/shipments/${shipment.id}`);
+    await link.click();
     await page.getByRole('heading', { name: `Shipment ${shipment.id}` }).waitFor();
-    // The stop at the label left no trace in the history: back is the report.
     expect(new URL(page.url()).hash).toBe(`#/shipments/${shipment.id}`);
     await page.goBack();
     await page.getByRole('heading', { name: /^Verdict:/ }).waitFor();
+    // Nothing the dashboard did on the way was one of the client's requests.
+    expect((await account.api('GET', '/_sandbox/requests')).json.data).toHaveLength(journaled);
   });
 
   it('says what a clean account has not shown yet, and fits a phone', async () => {
@@ -183,14 +189,14 @@ describe('the links the report makes', () => {
     const routes: Route[] = [
       { screen: 'requests', id: 'req_01JD3S5Z7QK2N8W4X6Y9A0B1C2' },
       { screen: 'webhooks', id: 'wh_01JD3S5Z7QK2N8W4X6Y9A0B1C2', delivery: 'dlv_01JD3S5Z7QK2N8W4X6Y9A0B1C3' },
-      { screen: 'label', id: 'lbl_01JD3S5Z7QK2N8W4X6Y9A0B1C2' },
+      { screen: 'shipment', id: 'shp_01JD3S5Z7QK2N8W4X6Y9A0B1C2' },
     ];
     for (const route of routes) expect(parseRoute(hrefOf(route))).toEqual(route);
-    expect(sectionOf({ screen: 'label', id: 'lbl_1' })).toBe('shipments');
+    expect(sectionOf({ screen: 'shipment', id: 'shp_1' })).toBe('shipments');
     // Anything but identifiers after the screen's name names no one thing.
     expect(parseRoute('#/requests/<img>')).toEqual({ screen: 'requests' });
     expect(parseRoute('#/webhooks/wh_1/dlv_1/x')).toEqual({ screen: 'webhooks' });
-    expect(parseRoute('#/labels/lbl_1/x')).toEqual({ screen: 'shipments' });
+    expect(parseRoute('#/shipments/shp_1/x')).toEqual({ screen: 'shipments' });
   });
 
   it('go from each kind of evidence to where it lives', () => {
@@ -199,8 +205,8 @@ describe('the links the report makes', () => {
     expect(evidenceLink({ kind: 'delivery', id: 'dlv_1', webhook_id: 'wh_1', ...at }).href).toBe(
       '#/webhooks/wh_1/dlv_1',
     );
-    expect(evidenceLink({ kind: 'label_url', id: 'lbl_1', ...at })).toEqual({
-      href: '#/labels/lbl_1',
+    expect(evidenceLink({ kind: 'label_url', id: 'lbl_1', shipment_id: 'shp_1', ...at })).toEqual({
+      href: '#/shipments/shp_1',
       text: 'View the shipment of label lbl_1',
     });
   });

@@ -1887,6 +1887,8 @@ export interface components {
              * @example 2026-11-22T08:23:14Z
              */
             expires_at?: string;
+            /** @description label_url: the label's shipment */
+            shipment_id?: string;
         };
     };
     responses: never;

@@ -7,7 +7,6 @@ import { NAVIGATION, parseRoute, type Route, sectionOf } from './routes.js';
 import { ClockScreen } from './screens/clock.js';
 import { FaultsScreen } from './screens/faults.js';
 import { KeysScreen } from './screens/keys.js';
-import { LabelScreen } from './screens/label.js';
 import { OutboxScreen } from './screens/outbox.js';
 import { ReportScreen } from './screens/report.js';
 import { RequestsScreen } from './screens/requests.js';
@@ -210,8 +209,6 @@ function CurrentScreen(props: { route: Route }) {
       return <ShipmentsScreen />;
     case 'shipment':
       return <ShipmentScreen key={route.id} id={route.id} />;
-    case 'label':
-      return <LabelScreen key={route.id} id={route.id} />;
     case 'clock':
       return <ClockScreen />;
     case 'webhooks':

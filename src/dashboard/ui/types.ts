@@ -231,6 +231,7 @@ export interface Evidence {
   wall_at: string | null;
   detail: string;
   webhook_id?: string;
+  shipment_id?: string;
 }
 
 export interface List<T> {
