@@ -21,7 +21,7 @@ export function labelsModule(deps: {
     name: 'labels',
     tables: ['labels'],
     api: labelRoutes(deps.labels, cdnBase),
-    controls: labelControlRoutes(deps.labels),
+    controls: labelControlRoutes(deps.labels, cdnBase),
     mounts: { '/cdn': cdnRoutes(deps.labels) },
     reset: (accountId) => deps.store.deleteAccount(accountId),
     close: () => deps.files.close(),
