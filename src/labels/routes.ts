@@ -1,6 +1,7 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { requireScope } from '../http/auth.js';
+import type { AppEnv } from '../http/context.js';
 import {
   apiErrors,
   apiResponse,
@@ -116,11 +117,7 @@ export function labelRoutes(labels: LabelService, cdnBase: CdnBase) {
         ...apiErrors(...ErrorCodes.lookup),
       },
     }),
-    async (c) => {
-      const caller = c.get('caller');
-      const label = labels.get(caller, c.req.valid('param').id);
-      return sendFile(c, label, await labels.file(caller, label));
-    },
+    (c) => sendLabelFile(c, labels, c.req.valid('param').id),
   );
 
   router.openapi(
@@ -170,8 +167,15 @@ export function cdnRoutes(labels: LabelService) {
   return router;
 }
 
+/** The caller's label `id` as its file, in its own format (the route and its twin under /_sandbox). */
+export async function sendLabelFile(c: Context<AppEnv>, labels: LabelService, id: string) {
+  const caller = c.get('caller');
+  const label = labels.get(caller, id);
+  return sendFile(c, label, await labels.file(caller, label));
+}
+
 /** A label's file as an attachment named after the label. */
-export function sendFile(c: Context, label: LabelRecord, file: RenderedLabel) {
+function sendFile(c: Context, label: LabelRecord, file: RenderedLabel) {
   return c.body(file.bytes as Uint8Array<ArrayBuffer>, 200, {
     'content-type': file.contentType,
     'content-disposition': `attachment; filename="${labelFileName(label)}"`,

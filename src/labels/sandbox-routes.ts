@@ -17,7 +17,7 @@ import {
   GENERATE_ERRORS,
   IdParam,
   LABEL_MEDIA_TYPES,
-  sendFile,
+  sendLabelFile,
   VOID_ERRORS,
 } from './routes.js';
 import { CreateLabelSchema, LabelSchema, VoidedLabelSchema } from './schema.js';
@@ -119,11 +119,7 @@ export function labelControlRoutes(labels: LabelService, cdnBase: CdnBase) {
         ...controlErrors(...ErrorCodes.lookup),
       },
     }),
-    async (c) => {
-      const caller = c.get('caller');
-      const label = labels.get(caller, c.req.valid('param').id);
-      return sendFile(c, label, await labels.file(caller, label));
-    },
+    (c) => sendLabelFile(c, labels, c.req.valid('param').id),
   );
 
   router.openapi(
