@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { browserSession, newFrozenAccount } from './browser.js';
 import { shipmentRequest } from './helpers.js';
@@ -102,14 +103,23 @@ describe('a QA session', { timeout: 30_000 }, () => {
     await page.getByRole('heading', { name: `Shipment ${account.shipment.id}` }).waitFor();
     await page.getByText(account.label.tracking_number).first().waitFor();
 
-    // The label is drawn inline, and downloads through its pre-signed URL, with no key.
+    // The label is drawn inline, and downloads in its own format (through the sandbox, not its
+    // pre-signed URL, a fetch the integration report would judge as the client's).
     const image = page.getByRole('img', { name: `The label of shipment ${account.shipment.id}` });
     await image.waitFor();
     await page.waitForFunction(
       () => (document.querySelector('img.label-preview') as HTMLImageElement)?.naturalWidth > 0,
     );
-    const download = page.getByRole('link', { name: 'Download label (PDF)' });
-    expect(await download.getAttribute('href')).toBe(account.label.label_url);
+    const [download] = await Promise.all([
+      page.waitForEvent('download'),
+      page.getByRole('button', { name: 'Download label (PDF)' }).click(),
+    ]);
+    expect(download.suggestedFilename()).toBe(`${account.label.id}.pdf`);
+    expect(
+      readFileSync(await download.path())
+        .subarray(0, 5)
+        .toString(),
+    ).toBe('%PDF-');
 
     // A button per status the parcel can be forced to; delivered is one of them.
     const force = page.getByRole('group', { name: 'Force a tracking status' }).getByRole('button');

@@ -97,8 +97,9 @@ function SignIn(props: { onSignIn: (key: string) => void; notice: string | undef
     <main class="sign-in">
       <h1>Shipping Sandbox</h1>
       <p>
-        The dashboard acts as one account: sign in with that account's test key. It calls the same API with it
-        as your code does, so it can do nothing the key cannot.
+        The dashboard acts as one account: sign in with that account's test key. It acts with that key, so it
+        can do nothing the key cannot; and it goes through the sandbox's own routes, so nothing it does counts
+        as your client's requests.
       </p>
       {props.notice && (
         <p class="notice" role="status">
