@@ -50,8 +50,8 @@ module.exports = {
       name: 'only-the-wiring-reads-the-config',
       comment: 'Modules are given the settings they use; the command line and the wiring read the config.',
       severity: 'error',
-      from: { path: '^src/', pathNot: '^src/(main|server|wiring|index|logger)\\.ts$' },
-      to: { path: '^src/config\\.ts$' },
+      from: { path: '^src/', pathNot: ['^src/(main|server|wiring|index|logger)\\.ts$', '^src/config/'] },
+      to: { path: '^src/config/' },
     },
     {
       name: 'the-client-stands-alone',

@@ -156,7 +156,7 @@ export async function throughput(
           server: 'hono floor',
           ...getById,
         },
-        target: { ratio: 0.65 },
+        target: { ratio: 0.5 },
       },
       {
         scenario: 'GET /v1/shipments?limit=20',
@@ -183,7 +183,7 @@ export async function throughput(
           key: writeKey,
           body: SHIPMENT_BODY,
         },
-        target: { ratio: 0.35 },
+        target: { ratio: 0.15 },
       },
       ...(['pdf', 'png', 'zpl'] as const).map(
         (format): Endpoint => ({

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import openapiTS, { astToString, type OpenAPI3 } from 'openapi-typescript';
 import { pino } from 'pino';
 import ts from 'typescript';
-import { testConfig } from '../src/config.js';
+import { testConfig } from '../src/config/index.js';
 import { openDatabase } from '../src/db/database.js';
 import { loadScenarios, scenarioDirectories } from '../src/scenarios/files.js';
 import { createSandbox } from '../src/wiring.js';

@@ -3,7 +3,7 @@
  * suite starts a sandbox the way it starts an in-memory database: on a free loopback port, in memory,
  * with an account of its own, and stops it without leaving anything behind.
  */
-import { type Config, SETTINGS, testConfig } from './config.js';
+import { type Config, SETTINGS, testConfig } from './config/index.js';
 import { accountControls, type CallApp } from './embed/account.js';
 import { answerOf } from './embed/answer.js';
 import { SandboxError } from './embed/errors.js';

@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import { type Logger, pino } from 'pino';
 import type PinoPretty from 'pino-pretty';
-import type { Config } from './config.js';
+import type { Config } from './config/index.js';
 
 export type LogFormat = NonNullable<Config['logFormat']>;
 

@@ -11,7 +11,7 @@ import {
   removePortFile,
   writePortFile,
 } from './cli/ready.js';
-import { type CommandLine, ConfigError, helpText, parseCommandLine, SETTINGS } from './config.js';
+import { type CommandLine, ConfigError, helpText, parseCommandLine, SETTINGS } from './config/index.js';
 import { SANDBOX_VERSION } from './core/version.js';
 import type { RunningSandbox } from './server.js';
 

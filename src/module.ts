@@ -1,5 +1,5 @@
 import type { Router } from './http/router.js';
-import type { DueQueue, JobHandler, JobKind } from './scheduler/scheduler.js';
+import type { DueQueue, JobHandler, JobKind } from './scheduler/queue.js';
 
 /**
  * What a resource module brings to the sandbox. The wiring keeps one list of them and does the rest:

@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import type { Config } from './config.js';
+import type { Config } from './config/index.js';
 import { type DataDirectoryLock, lockDataDirectory } from './db/data-dir-lock.js';
 import { databaseLocation, openDatabase } from './db/database.js';
 import { httpsOriginHost, loadTlsMaterial } from './http/https.js';

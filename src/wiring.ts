@@ -1,12 +1,13 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
 import type { MiddlewareHandler } from 'hono';
+import { methodNotAllowed } from 'hono/method-not-allowed';
 import type { Logger } from 'pino';
 import { accountsModule } from './accounts/module.js';
 import { AccountService } from './accounts/service.js';
 import { AccountStore } from './accounts/store.js';
 import { clockModule } from './clock/module.js';
 import { ClockService } from './clock/service.js';
-import { type Config, webhookTargetsOf } from './config.js';
+import { type Config, webhookTargetsOf } from './config/index.js';
 import { clockNow } from './core/clock.js';
 import { toJsonText } from './core/json.js';
 import { CursorCodec } from './core/paging.js';
@@ -19,12 +20,11 @@ import { EventStore } from './events/store.js';
 import { injectFaults } from './faults/middleware.js';
 import { faultsModule } from './faults/module.js';
 import { FaultStore } from './faults/store.js';
-import { ApiMount } from './http/api-mount.js';
 import { authenticate } from './http/auth.js';
 import { readBody, requireJsonObjectBody } from './http/body.js';
 import type { AppEnv } from './http/context.js';
-import { errorHandler } from './http/errors.js';
-import { methodNotAllowedOrRouteNotFound } from './http/methods.js';
+import { errorHandler, routeNotFound } from './http/errors.js';
+import { methodNotAllowed as answerMethodNotAllowed } from './http/methods.js';
 import { HEALTH_ROUTE, serveOpenApiDocument } from './http/openapi.js';
 import { RateLimiter, rateLimit } from './http/rate-limit.js';
 import { requireHttps } from './http/strict-https.js';
@@ -224,42 +224,41 @@ export function createSandbox({
   accounts.seedDefaultAccount();
 
   const app = new OpenAPIHono<AppEnv>();
-  const onError = errorHandler(logger);
-  app.onError(onError);
+  app.onError(errorHandler(logger));
+  app.notFound(routeNotFound);
   // Checked once: a middleware that only decides not to log still costs every request a step (the
   // benchmark runs at `warn` for that reason).
-  if (logger.isLevelEnabled('info')) app.use('*', logRequests(logger));
+  if (logger.isLevelEnabled('info')) app.use(logRequests(logger));
+  // Outside the 405 below, so that the journal notes the answer the client got.
+  app.use(
+    `${API_VERSION_PREFIX}/*`,
+    journalRequests(journal, { realNow, revokedKeyOf: (key) => accounts.revokedKeyOf(key) }),
+  );
+  app.use(methodNotAllowed({ app, onMethodNotAllowed: answerMethodNotAllowed }));
 
   app.openapi(HEALTH_ROUTE, (c) => c.json({ status: 'ok' as const }, 200));
 
   const auth = authenticate((key) => accounts.resolveKey(key));
-  // Order matters: the body is read first (an oversized one is refused before anything else); the
-  // journal sees every outcome after that (a revoked key's refusal included), then who is calling,
-  // the limits count the request, faults may take it over, and only then is the body checked for
-  // its route. Strict HTTPS comes before all, and only in strict mode: every step is a step of
-  // every request.
-  const api = new ApiMount(
-    app,
-    API_VERSION_PREFIX,
-    [
-      ...(config.strictHttps ? [requireHttps(config)] : []),
-      readBody,
-      journalRequests(journal, { realNow, revokedKeyOf: (key) => accounts.revokedKeyOf(key) }),
-      auth,
-      rateLimit(rateLimiter, (caller) => accounts.limitsOf(caller), realNow),
-      injectFaults(faults),
-      requireJsonObjectBody,
-    ],
-    onError,
+  // Order matters: strict HTTPS first, and only in strict mode (every step is a step of every
+  // request); the body is read next (an oversized one is refused before anything else), then who is
+  // calling, the limits count the request, faults may take it over, and only then is the body checked
+  // for its route. Paths under the prefix that no route takes pass the same steps.
+  app.use(
+    `${API_VERSION_PREFIX}/*`,
+    ...(config.strictHttps ? [requireHttps(config)] : []),
+    readBody,
+    auth,
+    rateLimit(rateLimiter, (caller) => accounts.limitsOf(caller), realNow),
+    injectFaults(faults),
+    requireJsonObjectBody,
   );
-  app.notFound(api.notFound(methodNotAllowedOrRouteNotFound(() => app.routes)));
   app.use('/_sandbox/*', readBody);
   // Controls that take no key are mounted before the key is checked: they check what they need.
   for (const module of modules) if (module.openControls) app.route('/_sandbox', module.openControls);
   app.use('/_sandbox/*', auth, requireJsonObjectBody);
 
   for (const module of modules) {
-    if (module.api) api.route(module.api);
+    if (module.api) app.route(API_VERSION_PREFIX, module.api);
     if (module.controls) app.route('/_sandbox', module.controls);
     for (const [path, router] of Object.entries(module.mounts ?? {})) app.route(path, router);
   }

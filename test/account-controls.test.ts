@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { testConfig } from '../src/config.js';
+import { testConfig } from '../src/config/index.js';
 import { startServer } from '../src/server.js';
 import { createTestSandbox, DEFAULT_KEY, expectError, shipmentRequest } from './helpers.js';
 import { startReceiver } from './receiver.js';

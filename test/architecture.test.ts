@@ -80,8 +80,8 @@ describe('the import rules', () => {
       'src/shipments/store.ts': "import { z } from '../labels/service.js';\nexport const x = z;\n",
       'src/labels/service.ts':
         "import { x } from '../shipments/store.js';\nimport { h } from '../http/auth.js';\nexport const z = [x, h];\n",
-      'src/http/auth.ts': "import { c } from '../config.js';\nexport const h = c;\n",
-      'src/config.ts': "import { w } from './wiring.js';\nexport const c = w;\n",
+      'src/http/auth.ts': "import { c } from '../config/index.js';\nexport const h = c;\n",
+      'src/config/index.ts': "import { w } from '../wiring.js';\nexport const c = w;\n",
       'src/wiring.ts': 'export const w = 1;\n',
       'src/client/index.ts':
         "import { Hono } from 'hono';\nimport { signatureHeader } from '../webhooks/signature.js';\nexport const c = [Hono, signatureHeader];\n",

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { failingChecks, formatProbe, formatReport } from '../src/cli/report.js';
-import { testConfig } from '../src/config.js';
+import { testConfig } from '../src/config/index.js';
 import { CHECK_IDS, type Report } from '../src/report/schema.js';
 import { type RunningSandbox, startServer } from '../src/server.js';
 import { signedBy, startAnsweringReceiver } from './answering-receiver.js';

@@ -11,7 +11,7 @@ import {
 } from '../src/cli/format.js';
 import { Output, outputMode, table } from '../src/cli/output.js';
 import { originOf } from '../src/cli/sandbox-api.js';
-import { SETTINGS, testConfig } from '../src/config.js';
+import { SETTINGS, testConfig } from '../src/config/index.js';
 import { type RunningSandbox, startServer } from '../src/server.js';
 import { callSandbox, newAccountAt, type Run, runCli, spawnCli } from './cli-harness.js';
 import { DEFAULT_KEY, shipmentRequest } from './helpers.js';

@@ -16,7 +16,7 @@ import {
   type WebhookEvent,
   type WebhookPayload,
 } from '../src/client/index.js';
-import { testConfig } from '../src/config.js';
+import { testConfig } from '../src/config/index.js';
 import { type RunningSandbox, startServer } from '../src/server.js';
 import { PARCEL, US_DESTINATION, US_ORIGIN } from './helpers.js';
 import { type ReceivedRequest, type Receiver, startReceiver } from './receiver.js';

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, helpText, parseCommandLine, SETTINGS, webhookTargetsOf } from '../src/config.js';
+import { ConfigError, helpText, parseCommandLine, SETTINGS, webhookTargetsOf } from '../src/config/index.js';
 
 const parse = (argv: string[], env: Record<string, string> = {}) => {
   const result = parseCommandLine(argv, env);

@@ -7,7 +7,13 @@ import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { type Config, parseCommandLine, SETTINGS, testConfig, webhookTargetsOf } from '../src/config.js';
+import {
+  type Config,
+  parseCommandLine,
+  SETTINGS,
+  testConfig,
+  webhookTargetsOf,
+} from '../src/config/index.js';
 import { type RunningSandbox, startServer } from '../src/server.js';
 
 /**

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { testConfig } from '../src/config.js';
+import { testConfig } from '../src/config/index.js';
 import { DataDirectoryInUse, lockDataDirectory } from '../src/db/data-dir-lock.js';
 import { startServer } from '../src/server.js';
 import { DEFAULT_KEY, shipmentRequest } from './helpers.js';

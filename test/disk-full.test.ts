@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { testConfig } from '../src/config.js';
+import { testConfig } from '../src/config/index.js';
 import { isDiskFull, storageFailure } from '../src/core/storage-errors.js';
 import { formatTimestamp, MINUTE } from '../src/core/time.js';
 import { type Db, openDatabase } from '../src/db/database.js';

@@ -7,7 +7,7 @@ import { jsonRequest, send } from '../scripts/fuzz/http.js';
 import { summarise } from '../scripts/fuzz/report.js';
 import { keepUrlsOnLoopback } from '../scripts/fuzz/safety.js';
 import { arbitraryOf } from '../scripts/fuzz/schema-arbitrary.js';
-import { testConfig } from '../src/config.js';
+import { testConfig } from '../src/config/index.js';
 import { type RunningSandbox, startServer } from '../src/server.js';
 
 describe('the fuzzing pass (npm run fuzz)', () => {

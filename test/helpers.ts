@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { expect } from 'vitest';
 import { DEFAULT_ACCOUNT } from '../src/accounts/default-account.js';
-import { type Config, testConfig } from '../src/config.js';
+import { type Config, testConfig } from '../src/config/index.js';
 import { openDatabase } from '../src/db/database.js';
 import { loadScenarios, scenarioDirectories } from '../src/scenarios/files.js';
 import { createSandbox, type SandboxParts } from '../src/wiring.js';

@@ -6,7 +6,7 @@ import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type Config, ConfigError, testConfig } from '../src/config.js';
+import { type Config, ConfigError, testConfig } from '../src/config/index.js';
 import {
   certificateNames,
   generateLocalhostCertificate,

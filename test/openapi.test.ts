@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiDocument, type JsonSchema } from '../scripts/fuzz/document.js';
-import { testConfig } from '../src/config.js';
+import { testConfig } from '../src/config/index.js';
 import { ERROR_CODES } from '../src/core/error-codes.js';
 import { type RunningSandbox, startServer } from '../src/server.js';
 import { createTestSandbox, DEFAULT_KEY, expectError } from './helpers.js';

@@ -6,17 +6,14 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { DEFAULT_ACCOUNT } from '../src/accounts/default-account.js';
 import { AccountService } from '../src/accounts/service.js';
 import { AccountStore } from '../src/accounts/store.js';
-import { testConfig } from '../src/config.js';
+import { testConfig } from '../src/config/index.js';
+import { chainedId } from '../src/core/ids.js';
 import { DAY, formatTimestamp, HOUR, MINUTE } from '../src/core/time.js';
 import { type Db, openDatabase } from '../src/db/database.js';
 import { loadScenarios, scenarioDirectories } from '../src/scenarios/files.js';
-import {
-  chainedId,
-  FINISHED_JOB_RETENTION_MS,
-  type Job,
-  type JobOutcome,
-  Scheduler,
-} from '../src/scheduler/scheduler.js';
+import { FINISHED_JOB_RETENTION_MS } from '../src/scheduler/purge.js';
+import type { Job, JobOutcome } from '../src/scheduler/queue.js';
+import { Scheduler } from '../src/scheduler/scheduler.js';
 import { createSandbox, type Sandbox } from '../src/wiring.js';
 import { capturingLogger } from './helpers.js';
 

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_ACCOUNT } from '../src/accounts/default-account.js';
 import { MAGIC_ADDRESS_VALUES } from '../src/addresses/verification.js';
-import { testConfig } from '../src/config.js';
+import { testConfig } from '../src/config/index.js';
 import { quoteAll } from '../src/rates/pricing.js';
 import { startServer } from '../src/server.js';
 import type { Shipment } from '../src/shipments/schema.js';

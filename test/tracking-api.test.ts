@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_ACCOUNT } from '../src/accounts/default-account.js';
-import { testConfig } from '../src/config.js';
+import { testConfig } from '../src/config/index.js';
 import { moveClockTo } from '../src/core/clock.js';
 import { DAY, formatTimestamp, HOUR } from '../src/core/time.js';
 import { openDatabase } from '../src/db/database.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { testConfig } from '../src/config.js';
+import { testConfig } from '../src/config/index.js';
 import { DAY, formatTimestamp, HOUR } from '../src/core/time.js';
 import { loadScenarios, scenarioDirectories } from '../src/scenarios/files.js';
 import type { TrackingStatus } from '../src/scenarios/vocabulary.js';

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { connect as connectTcp, type Socket } from 'node:net';
 import { connect as connectTls, TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { testConfig } from '../src/config.js';
+import { testConfig } from '../src/config/index.js';
 import { type RunningSandbox, startServer } from '../src/server.js';
 import { capturingLogger, DEFAULT_KEY } from './helpers.js';
 

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Config } from '../src/config.js';
+import type { Config } from '../src/config/index.js';
 import { openDatabase } from '../src/db/database.js';
 import { MIGRATIONS } from '../src/db/migrations.js';
 import { generateLocalhostCertificate } from '../src/http/https.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { testConfig } from '../src/config.js';
+import { testConfig } from '../src/config/index.js';
 import { type RunningSandbox, startServer } from '../src/server.js';
 import { DEFAULT_KEY, shipmentRequest } from './helpers.js';
 import { startReceiver } from './receiver.js';

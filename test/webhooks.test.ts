@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { verify } from '@octokit/webhooks-methods';
 import { afterEach, describe, expect, it } from 'vitest';
-import { testConfig } from '../src/config.js';
+import { testConfig } from '../src/config/index.js';
 import { openDatabase } from '../src/db/database.js';
 import { loadScenarios, scenarioDirectories } from '../src/scenarios/files.js';
 import { signatureHeader } from '../src/webhooks/signature.js';

@@ -6,7 +6,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { testConfig } from '../../src/config.js';
+import { testConfig } from '../../src/config/index.js';
 import { type RunningSandbox, startServer } from '../../src/server.js';
 import { runFuzz } from './fuzzer.js';
 import { summarise } from './report.js';

@@ -8,7 +8,7 @@ import { SandboxError, UnreachableError } from './sandbox-api.js';
 import { addShipmentCommands } from './shipments.js';
 import { addWebhookCommands } from './webhooks.js';
 
-/** A serving flag as the settings table (src/config.ts) describes it; only its help is shown here. */
+/** A serving flag as the settings table (src/config/settings.ts) describes it; only its help is shown here. */
 export interface ServingFlag {
   flag: string;
   env: string;

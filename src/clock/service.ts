@@ -8,7 +8,8 @@ import {
 } from '../core/clock.js';
 import { ApiError, invalidField, invalidParameter } from '../core/errors.js';
 import { DAY, END_OF_TIME, formatTimestamp } from '../core/time.js';
-import type { RanJob, Scheduler } from '../scheduler/scheduler.js';
+import type { RanJob } from '../scheduler/queue.js';
+import type { Scheduler } from '../scheduler/scheduler.js';
 
 /** Where account clocks are kept (the accounts module). */
 export interface ClockStore {

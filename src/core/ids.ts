@@ -37,3 +37,24 @@ function randomFraction(): number {
 export function newId(prefix: IdPrefix, atMs: number): string {
   return `${prefix}_${ulid(atMs, randomFraction)}`;
 }
+
+const CROCKFORD_BASE32 = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+/** The ULID's random part: its last 16 characters. */
+const ULID_RANDOM_CHARS = 16;
+
+/**
+ * The identifier of the item `ahead` places after the job `id` in its chain: the ULID's random part
+ * counted on by `ahead`, as a monotonic ULID generator numbers identifiers made in the same
+ * millisecond (past the largest value, it wraps around).
+ */
+export function chainedId(id: string, ahead: number): string {
+  if (ahead === 0) return id;
+  const chars = [...id];
+  let carry = ahead;
+  for (let i = chars.length - 1; carry > 0 && i >= chars.length - ULID_RANDOM_CHARS; i--) {
+    const sum = CROCKFORD_BASE32.indexOf(chars[i] as string) + carry;
+    chars[i] = CROCKFORD_BASE32[sum % 32] as string;
+    carry = Math.floor(sum / 32);
+  }
+  return chars.join('');
+}

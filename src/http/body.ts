@@ -1,50 +1,61 @@
-import type { Context, MiddlewareHandler, Next } from 'hono';
+import type { Context } from 'hono';
+import { createMiddleware } from 'hono/factory';
 import { ApiError } from '../core/errors.js';
 import type { AppEnv } from './context.js';
-import { bodyTextOf, handBodyTextToHono, handParsedBodyToHono, readBodyText } from './node-adapter.js';
+import { readBodyText } from './node-adapter.js';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
+/** As Hono's validator tells a JSON body: only when the media type says JSON. */
 const JSON_MEDIA_TYPE = /^application\/([\w.-]+\+)?json$/i;
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 
 const tooLarge = () =>
   new ApiError(400, 'request_too_large', `The request body is larger than ${MAX_BODY_BYTES} bytes (1 MiB).`);
 
+const mediaTypeOf = (contentType: string | undefined) => (contentType ?? '').split(';')[0]?.trim() ?? '';
+
+/**
+ * Hands `text` back to Hono as the request's body, for the route's validator to read. The body's
+ * stream was read by `readBody`; a fresh request carries the text, as Hono's own `bodyLimit` swaps
+ * `c.req.raw` for a request whose body it counts. As bytes, since a string body would give a request
+ * sent without a media type a `text/plain` one.
+ */
+function handBack(c: Context<AppEnv>, text: string): void {
+  const raw = c.req.raw;
+  const body = text === '' ? null : new TextEncoder().encode(text);
+  c.req.raw = new Request(raw.url, { method: raw.method, headers: raw.headers, body });
+}
+
 /**
  * Reads a request body once, first of all: at most 1 MiB, refused while it streams in, before
- * anything buffers it. Requests without a body are not touched, and do not wait.
+ * anything buffers it. Requests without a body are not touched.
  */
-export const readBody: MiddlewareHandler<AppEnv> = (c, next) => {
+export const readBody = createMiddleware<AppEnv>(async (c, next) => {
   if (!BODY_METHODS.has(c.req.method)) return next();
   const declared = Number(c.req.header('content-length') ?? Number.NaN);
   if (declared > MAX_BODY_BYTES) throw tooLarge();
-  return readBodyText(c, MAX_BODY_BYTES).then((text) => {
-    if (text === undefined) throw tooLarge();
-    handBodyTextToHono(c, text);
-    return next();
-  });
-};
+  const text = await readBodyText(c, MAX_BODY_BYTES);
+  if (text === undefined) throw tooLarge();
+  c.set('bodyText', text);
+  handBack(c, text);
+  await next();
+});
 
 /**
  * Checks the body read by `readBody`, once, when the request is about to reach its route (after the
  * key, the limits and the faults): it must be sent as JSON and be a JSON object. An empty body counts
  * as `{}`, so a POST without one gets the route's own "missing field" errors rather than a parse
- * error. The route's validator gets the parsed value (see node-adapter.ts).
+ * error; without a JSON media type it is left empty, which Hono's validator reads as `{}` too.
  */
-export const requireJsonObjectBody: MiddlewareHandler<AppEnv> = (c, next) => {
-  if (!BODY_METHODS.has(c.req.method)) return next();
-  const text = bodyTextOf(c);
-  if (text === undefined) return c.req.text().then((read) => checkJsonObject(c, read, next));
-  return checkJsonObject(c, text, next);
-};
-
-function checkJsonObject(c: Context<AppEnv>, text: string, next: Next) {
+export const requireJsonObjectBody = createMiddleware<AppEnv>(async (c, next) => {
+  const text = c.get('bodyText');
+  if (text === undefined) return next();
+  const mediaType = mediaTypeOf(c.req.header('content-type'));
   if (text.trim() === '') {
-    handParsedBodyToHono(c, '{}', {});
+    if (JSON_MEDIA_TYPE.test(mediaType)) handBack(c, '{}');
     return next();
   }
-  const mediaType = (c.req.header('content-type') ?? '').split(';')[0]?.trim() ?? '';
   if (!JSON_MEDIA_TYPE.test(mediaType)) {
     throw new ApiError(
       400,
@@ -65,6 +76,5 @@ function checkJsonObject(c: Context<AppEnv>, text: string, next: Next) {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw new ApiError(400, 'invalid_json', 'The request body must be a JSON object.');
   }
-  handParsedBodyToHono(c, text, body);
-  return next();
-}
+  await next();
+});

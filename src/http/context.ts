@@ -4,13 +4,15 @@ import type { Caller } from '../core/actor.js';
 /** The app's environment: what Node's adapter binds, and what middleware puts on each request. */
 export interface AppEnv {
   /**
-   * Node's request and response. Absent when the app is called in-process (`app.request` in tests),
-   * hence partial: see node-adapter.ts, the one place that reaches for them.
+   * Node's request and response (`@hono/node-server`'s `HttpBindings`). Absent when the app is called
+   * in-process (`app.request`), hence partial: see node-adapter.ts, the one place that reaches for them.
    */
   Bindings: Partial<HttpBindings>;
   Variables: {
     /** Who is calling: the key's account, the key, its scopes, and the account clock read once. */
     caller: Caller;
+    /** The request body as read by `readBody` (POST, PUT and PATCH only), before anything else ran. */
+    bodyText: string;
     /** Set when an injected fault dropped the connection: there is no answer to journal. */
     dropped: boolean;
   };

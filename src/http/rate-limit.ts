@@ -2,7 +2,6 @@ import type { MiddlewareHandler } from 'hono';
 import type { Caller } from '../core/actor.js';
 import { ApiError } from '../core/errors.js';
 import type { AppEnv } from './context.js';
-import { presetHeaders } from './node-adapter.js';
 
 /** One ceiling a request counts against: a fixed window, aligned to multiples of `windowMs` (minutes, UTC days). */
 export interface Ceiling {
@@ -169,7 +168,7 @@ export function rateLimit(
         },
       );
     }
-    presetHeaders(c, headers);
+    for (const [name, value] of Object.entries(headers)) c.header(name, value);
     return next();
   };
 }

@@ -1,77 +1,27 @@
-import { OpenAPIHono, type RouteConfig, z } from '@hono/zod-openapi';
-import type { Context, Handler, MiddlewareHandler, TypedResponse } from 'hono';
+import { OpenAPIHono, z } from '@hono/zod-openapi';
+import type { Context, TypedResponse } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { JSONParsed } from 'hono/utils/types';
-import type { ZodType } from 'zod';
 import { ERROR_CODES, type ErrorCode } from '../core/error-codes.js';
 import type { JsonText } from '../core/json.js';
-import { chain } from './chain.js';
 import type { AppEnv } from './context.js';
-import { answerApiJsonText } from './node-adapter.js';
 import { validationError } from './validation.js';
-import { jsonMediaTypeGate, type ValidationHook, validator } from './validators.js';
 
 export type Router = OpenAPIHono<AppEnv>;
 
-type RouteRequest = NonNullable<RouteConfig['request']>;
-
 /**
- * A router whose validation failures become the contract's errors instead of zod's default body. Its
- * `openapi` registers each route as `@hono/zod-openapi` does (the document, the validators, the
- * route's middleware and handler, in that order) as one chained handler (chain.ts), with the
- * validators that need not wait (validators.ts); a route with inputs those do not cover (headers,
- * cookies, forms, an optional body) is registered by `@hono/zod-openapi` itself.
+ * A router whose validation failures become the contract's errors instead of zod's default body:
+ * `@hono/zod-openapi`'s `defaultHook`, which every route registered with `router.openapi` runs after
+ * its validators, and which routers mounted below it inherit.
  */
 export function createRouter(): Router {
-  const router = new OpenAPIHono<AppEnv>({
+  return new OpenAPIHono<AppEnv>({
     defaultHook: (result) => {
       // The validator passes the raw input as `data` on failures too, though its type omits it.
       const input = (result as { data?: unknown }).data;
       if (!result.success) throw validationError(result.error, result.target, input);
     },
   });
-  const registerWithZodOpenApi = router.openapi;
-  router.openapi = ((config: RouteConfig, handler: Handler<AppEnv>, hook?: ValidationHook) => {
-    const { middleware, hide, ...route } = config;
-    const validators = validatorsFor(
-      route.request,
-      hook ?? (router.defaultHook as ValidationHook | undefined),
-    );
-    if (!validators) return registerWithZodOpenApi(config, handler as never, hook as never);
-    if (!hide) router.openAPIRegistry.registerPath(route);
-    const own = middleware === undefined ? [] : [middleware].flat();
-    router.on(
-      [route.method],
-      [route.path.replaceAll(/\/{(.+?)}/g, '/:$1')],
-      chain([...(own as MiddlewareHandler<AppEnv>[]), ...validators, handler]),
-    );
-    return router;
-  }) as Router['openapi'];
-  return router;
-}
-
-const isZod = (schema: unknown): schema is ZodType =>
-  typeof (schema as ZodType | undefined)?.safeParse === 'function' &&
-  typeof (schema as ZodType | undefined)?.safeParseAsync === 'function';
-
-/** The validators `@hono/zod-openapi` would put in front of the route, or none when they are not ours to make. */
-function validatorsFor(
-  request: RouteRequest | undefined,
-  hook: ValidationHook | undefined,
-): MiddlewareHandler<AppEnv>[] | undefined {
-  if (!request) return [];
-  if (request.headers || request.cookies) return undefined;
-  const validators: MiddlewareHandler<AppEnv>[] = [];
-  if (request.query) validators.push(validator('query', request.query as unknown as ZodType, hook));
-  if (request.params) validators.push(validator('param', request.params as unknown as ZodType, hook));
-  const content = request.body?.content;
-  if (content) {
-    const media = content['application/json'];
-    const schema = media && 'schema' in media ? media.schema : undefined;
-    if (Object.keys(content).length !== 1 || !isZod(schema) || !request.body?.required) return undefined;
-    validators.push(jsonMediaTypeGate, validator('json', schema, hook));
-  }
-  return validators;
 }
 
 /** The rate-limit headers, described once in the document's `components.headers`. */
@@ -276,9 +226,6 @@ export const idParam = (example?: string) =>
 
 const JSON_HEADERS = { 'content-type': 'application/json' };
 
-/** The header as `c.json` names it, for answers that `c.json` used to send: the same bytes on the wire. */
-export const C_JSON_HEADERS = { 'Content-Type': 'application/json' };
-
 /**
  * Answers JSON text that was serialised once already (for the event that carries the same object),
  * typed for the route like `c.json`'s answer: the text is exactly what `c.json` would have sent.
@@ -287,20 +234,7 @@ export function sendJsonText<T, S extends ContentfulStatusCode>(
   c: Context,
   text: JsonText<T>,
   status: S,
-  headers: Readonly<Record<string, string>> = JSON_HEADERS,
 ): Response & TypedResponse<JSONParsed<T>, S, 'json'> {
   // Only the phantom type differs from `c.json`'s answer: the bytes are the same.
-  return c.body(text, status, headers) as unknown as Response & TypedResponse<JSONParsed<T>, S, 'json'>;
-}
-
-/**
- * `sendJsonText` for the API's routes (`/v1`), whose answers the request journal sees: the same
- * bytes, built in the form they go out in (see `answerApiJsonText`).
- */
-export function sendApiJsonText<T, S extends ContentfulStatusCode>(
-  c: Context,
-  text: JsonText<T>,
-  status: S,
-): Response & TypedResponse<JSONParsed<T>, S, 'json'> {
-  return answerApiJsonText(c, text, status) as Response & TypedResponse<JSONParsed<T>, S, 'json'>;
+  return c.body(text, status, JSON_HEADERS) as unknown as Response & TypedResponse<JSONParsed<T>, S, 'json'>;
 }

@@ -1,33 +1,27 @@
 import ms from 'ms';
-import { formatTimestamp, SECOND } from '../core/time.js';
-import type { JournaledRequest } from '../journal/journal.js';
+import { formatTimestamp } from '../core/time.js';
 import type { AttemptRecord } from '../webhooks/store.js';
 import {
-  type AccountObservations,
-  CREATING_POSTS,
-  EVIDENCE_KEPT,
-  type LabelUrlNote,
-  POLLS_PER_MINUTE,
-  type Tally,
-} from './observations.js';
-import type { Check, CheckId, CheckStatus, Evidence } from './schema.js';
-
-/** What the checks judge: the account's observations, its recent delivery attempts, the settings. */
-export interface ReportFacts {
-  observations: AccountObservations;
-  /** The account's most recent delivery attempts, newest first. */
-  attempts: readonly AttemptRecord[];
-  /** How long a receiver may take (`--webhook-timeout`), real milliseconds. */
-  webhookTimeoutMs: number;
-}
-
-interface CheckDefinition {
-  id: CheckId;
-  title: string;
-  judge(facts: ReportFacts): Judgement;
-}
-
-type Judgement = Omit<Check, 'id' | 'title'>;
+  answerOf,
+  counted,
+  deliveriesSent,
+  deliveryEvidence,
+  failureOf,
+  labelUrlEvidence,
+  requestEvidence,
+  seconds,
+  times,
+} from './evidence.js';
+import {
+  type CheckDefinition,
+  fromTallies,
+  type Judgement,
+  NO_DELIVERY_YET,
+  notObserved,
+  type ReportFacts,
+} from './judgement.js';
+import { CREATING_POSTS, EVIDENCE_KEPT, POLLS_PER_MINUTE } from './observations.js';
+import type { CheckStatus } from './schema.js';
 
 /** The checks, in the report's order (see docs/report.md for each). */
 export const CHECKS: readonly CheckDefinition[] = [
@@ -231,44 +225,6 @@ export const CHECKS: readonly CheckDefinition[] = [
   },
 ];
 
-const NO_DELIVERY_YET =
-  'No webhook delivery has been answered yet (register one with POST /v1/webhooks; POST /_sandbox/events/trigger fires a test event).';
-
-function notObserved(summary: string): Judgement {
-  return { status: 'not_observed', summary, counts: { passed: 0, failed: 0 }, evidence: [] };
-}
-
-/** A check judged by two tallies of occurrences: any failing one fails it, any passing one passes it. */
-function fromTallies<T>(
-  failing: Tally<T>,
-  passing: Tally<T>,
-  words: {
-    fail: (first: T, count: number) => string;
-    pass: (first: T, count: number) => string;
-    notObserved: string;
-    evidence: (occurrence: T, failing: boolean) => Evidence[];
-  },
-): Judgement {
-  const counts = { passed: passing.count, failed: failing.count };
-  const firstFailing = failing.kept[0];
-  if (firstFailing !== undefined) {
-    return {
-      status: 'fail',
-      summary: words.fail(firstFailing, failing.count),
-      counts,
-      evidence: failing.kept.flatMap((occurrence) => words.evidence(occurrence, true)),
-    };
-  }
-  const firstPassing = passing.kept[0];
-  if (firstPassing === undefined) return notObserved(words.notObserved);
-  return {
-    status: 'pass',
-    summary: words.pass(firstPassing, passing.count),
-    counts,
-    evidence: words.evidence(firstPassing, false),
-  };
-}
-
 /**
  * The latest probe of each webhook decides: a forged delivery answered 2xx fails; a forged one
  * refused while its genuine twin was accepted passes; anything else (both refused, no answer) shows
@@ -390,87 +346,6 @@ function judgePolling({ observations, attempts }: ReportFacts): Judgement {
       `fetched ${POLLS_PER_MINUTE} times within a minute while they did.`,
     counts,
     evidence: [deliveryEvidence(latest, 'tracking.updated delivered, answered 2xx')],
-  };
-}
-
-/**
- * Attempts that went to the receiver and have an outcome: not probes, not refused by the destination
- * policy (nothing was sent), not scheduled, on the wire or cancelled.
- */
-function deliveriesSent(attempts: readonly AttemptRecord[]): AttemptRecord[] {
-  return attempts.filter(
-    (attempt) =>
-      attempt.probe === null &&
-      (attempt.status === 'succeeded' ||
-        (attempt.status === 'failed' && attempt.error !== 'destination_not_allowed')),
-  );
-}
-
-function answerOf(attempt: AttemptRecord): string {
-  if (attempt.error === 'timeout') return 'nothing in time (timeout)';
-  if (attempt.error === 'connection') return `nothing (connection failed: ${attempt.errorMessage})`;
-  return String(attempt.responseStatus);
-}
-
-function failureOf(request: JournaledRequest): string {
-  return request.status === 0 ? 'lost its connection' : `failed with ${request.status}`;
-}
-
-/** ", 3 times in all" when an occurrence happened more than once. */
-function times(count: number, what = 'times'): string {
-  return count > 1 ? `, ${count} ${what} in all` : '';
-}
-
-/** Real time as a developer reads it: `32 ms`, `1.4 s`, `61 s`. */
-function seconds(millis: number): string {
-  if (millis < SECOND) return `${Math.round(millis)} ms`;
-  return millis < 10 * SECOND ? `${(millis / SECOND).toFixed(1)} s` : `${Math.round(millis / SECOND)} s`;
-}
-
-/** `1 label URL`, `3 label URLs`. */
-function counted(count: number, noun: string, plural = `${noun}s`): string {
-  return `${count} ${count === 1 ? noun : plural}`;
-}
-
-function requestEvidence(request: JournaledRequest, detail: string): Evidence {
-  return {
-    kind: 'request',
-    id: request.id,
-    at: formatTimestamp(request.at),
-    wall_at: formatTimestamp(request.wallAt),
-    detail: `${request.method} ${request.path}: ${detail}`,
-    method: request.method,
-    path: request.path,
-    key_id: request.keyId,
-    response_status: request.status === 0 ? null : request.status,
-  };
-}
-
-function deliveryEvidence(attempt: AttemptRecord, detail: string): Evidence {
-  return {
-    kind: 'delivery',
-    id: attempt.id,
-    at: formatTimestamp(attempt.sentAt ?? attempt.scheduledAt),
-    wall_at: attempt.sentWallAt === null ? null : formatTimestamp(attempt.sentWallAt),
-    detail: `${attempt.eventType} to ${attempt.webhookId}: ${detail}`,
-    webhook_id: attempt.webhookId,
-    event_id: attempt.eventId,
-    event: attempt.eventType,
-    response_status: attempt.responseStatus,
-    duration_ms: attempt.durationMs,
-    probe_signature: attempt.probe,
-  };
-}
-
-function labelUrlEvidence(fetch: LabelUrlNote, detail: string): Evidence {
-  return {
-    kind: 'label_url',
-    id: fetch.labelId,
-    at: formatTimestamp(fetch.at),
-    wall_at: formatTimestamp(fetch.wallAt),
-    detail,
-    expires_at: formatTimestamp(fetch.expiresAt),
-    shipment_id: fetch.shipmentId,
   };
 }
 

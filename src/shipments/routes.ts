@@ -8,7 +8,7 @@ import {
   ErrorCodes,
   idParam,
   jsonBody,
-  sendApiJsonText,
+  sendJsonText,
 } from '../http/router.js';
 import {
   CancelledShipmentSchema,
@@ -53,7 +53,7 @@ export function shipmentRoutes(shipments: ShipmentService) {
         ...apiErrors(...CREATE_ERRORS),
       },
     }),
-    (c) => sendApiJsonText(c, shipments.create(c.get('caller'), c.req.valid('json')), 201),
+    (c) => sendJsonText(c, shipments.create(c.get('caller'), c.req.valid('json')), 201),
   );
 
   router.openapi(
@@ -71,7 +71,7 @@ export function shipmentRoutes(shipments: ShipmentService) {
         ...apiErrors(...ErrorCodes.query),
       },
     }),
-    (c) => sendApiJsonText(c, shipments.list(c.get('caller'), c.req.valid('query')), 200),
+    (c) => sendJsonText(c, shipments.list(c.get('caller'), c.req.valid('query')), 200),
   );
 
   router.openapi(
@@ -89,7 +89,7 @@ export function shipmentRoutes(shipments: ShipmentService) {
         ...apiErrors(...ErrorCodes.lookup),
       },
     }),
-    (c) => sendApiJsonText(c, shipments.getJson(c.get('caller'), c.req.valid('param').id), 200),
+    (c) => sendJsonText(c, shipments.getJson(c.get('caller'), c.req.valid('param').id), 200),
   );
 
   router.openapi(
@@ -107,7 +107,7 @@ export function shipmentRoutes(shipments: ShipmentService) {
         ...apiErrors(...CANCEL_ERRORS),
       },
     }),
-    (c) => sendApiJsonText(c, shipments.cancel(c.get('caller'), c.req.valid('param').id), 200),
+    (c) => sendJsonText(c, shipments.cancel(c.get('caller'), c.req.valid('param').id), 200),
   );
 
   return router;

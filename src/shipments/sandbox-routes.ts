@@ -3,7 +3,6 @@ import { limitParam } from '../core/schemas.js';
 import { requireScope } from '../http/auth.js';
 import {
   BEARER_SECURITY,
-  C_JSON_HEADERS,
   controlErrors,
   createRouter,
   ErrorCodes,
@@ -64,7 +63,7 @@ export function shipmentControlRoutes(shipments: ShipmentService) {
         ...controlErrors(...ErrorCodes.query),
       },
     }),
-    (c) => sendJsonText(c, shipments.search(c.get('caller'), c.req.valid('query')), 200, C_JSON_HEADERS),
+    (c) => sendJsonText(c, shipments.search(c.get('caller'), c.req.valid('query')), 200),
   );
 
   router.openapi(

@@ -1,8 +1,9 @@
 import type { SandboxModule } from '../module.js';
-import type { JobKind } from '../scheduler/scheduler.js';
+import type { JobKind } from '../scheduler/queue.js';
+import { TRACKING_STEP, type TrackingJobPayload } from './chain.js';
 import { trackingRoutes } from './routes.js';
 import { trackingControlRoutes } from './sandbox-routes.js';
-import { TRACKING_STEP, type TrackingJobPayload, type TrackingService } from './service.js';
+import type { TrackingService } from './service.js';
 import type { TrackingStore } from './store.js';
 
 /** Tracking: the API's tracking route, QA's levers on a parcel, and the scenario steps it schedules. */

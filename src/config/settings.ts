@@ -1,45 +1,13 @@
-import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { durationMillis, MAX_RETRIES, RETRY_DELAY_RULE, retryDelayMillis } from './core/duration.js';
-import { ConfigError } from './core/errors.js';
-
-export { ConfigError };
+import { MAX_RETRIES, RETRY_DELAY_RULE, retryDelayMillis } from '../core/duration.js';
+import { booleanText, durationText, hostNames, LOG_LEVELS, port } from './values.js';
 
 /**
  * Every setting of the sandbox in one table: its flag, its environment variable, its default and
  * its validation. `--help` and the parser come from here, so they cannot drift, and a test checks that
  * docs/reference.md lists every setting.
- * Flags win over environment variables, which win over defaults.
  */
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-
-const booleanText = z
-  .string()
-  .trim()
-  .toLowerCase()
-  .refine(
-    (v) => ['1', '0', 'true', 'false', 'yes', 'no', 'on', 'off', ''].includes(v),
-    'must be true or false',
-  )
-  .transform((v) => ['1', 'true', 'yes', 'on'].includes(v));
-
-/** A duration flag: `10s`, `500ms`, `1m`, or seconds. */
-const durationText = z.string().transform((text, ctx) => {
-  const millis = durationMillis(text);
-  if (millis === undefined) {
-    ctx.addIssue({ code: 'custom', message: 'must be a duration such as 10s, 500ms or 1m' });
-    return z.NEVER;
-  }
-  return millis;
-});
-
-const port = z.coerce
-  .number({ message: 'must be a number' })
-  .int('must be a whole number')
-  .min(0, 'must be between 0 and 65535')
-  .max(65535, 'must be between 0 and 65535');
-
-interface Setting {
+export interface Setting {
   flag: string;
   env: string;
   /**
@@ -258,17 +226,7 @@ export const SETTINGS = {
     placeholder: 'host',
     defaultText: 'none',
     description: 'a host name or address webhooks may deliver to whatever the policy says (repeatable)',
-    schema: z
-      .array(
-        z
-          .string()
-          .trim()
-          .toLowerCase()
-          .min(1, 'must not be empty')
-          .max(253, 'must be at most 253 characters')
-          .regex(/^[a-z0-9.:[\]_-]+$/, 'must be a host name or an IP address'),
-      )
-      .default([]),
+    schema: hostNames({ brackets: true }),
   },
   shutdownTimeoutMs: {
     flag: 'shutdown-timeout',
@@ -314,17 +272,7 @@ export const SETTINGS = {
     defaultText: 'localhost, 127.0.0.1, ::1 and this host name',
     description:
       "a host name or address the made HTTPS certificate is valid for besides the defaults (a container's service name, say); repeatable",
-    schema: z
-      .array(
-        z
-          .string()
-          .trim()
-          .toLowerCase()
-          .min(1, 'must not be empty')
-          .max(253, 'must be at most 253 characters')
-          .regex(/^[a-z0-9.:_-]+$/, 'must be a host name or an IP address'),
-      )
-      .default([]),
+    schema: hostNames({ brackets: false }),
   },
   logFormat: {
     flag: 'log-format',
@@ -364,65 +312,6 @@ export const SETTINGS = {
 type Settings = typeof SETTINGS;
 export type Config = { [K in keyof Settings]: z.output<Settings[K]['schema']> };
 
-export type CommandLine = { help: true } | { help: false; config: Config };
-
-/** Reads flags and environment into a validated Config, or says exactly which value is wrong. */
-export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv): CommandLine {
-  const options: Record<string, { type: 'string' | 'boolean'; multiple?: boolean }> = {
-    help: { type: 'boolean' },
-  };
-  for (const setting of Object.values(SETTINGS) as Setting[]) {
-    options[setting.flag] =
-      setting.kind === 'list' ? { type: 'string', multiple: true } : { type: setting.kind };
-  }
-
-  let values: Record<string, string | boolean | (string | boolean)[] | undefined>;
-  try {
-    ({ values } = parseArgs({ args: argv, options, strict: true, allowPositionals: false }));
-  } catch (error) {
-    throw new ConfigError(`${(error as Error).message}. Run with --help to see every flag.`);
-  }
-  if (values.help) return { help: true };
-
-  const config: Record<string, unknown> = {};
-  for (const [key, setting] of Object.entries(SETTINGS) as [string, Setting][]) {
-    const fromFlag = values[setting.flag];
-    const fromEnv = env[setting.env];
-    const raw =
-      fromFlag ??
-      (setting.kind === 'list' && fromEnv !== undefined ? fromEnv.split(',').filter(Boolean) : fromEnv);
-    const source = fromFlag === undefined ? `environment variable ${setting.env}` : `--${setting.flag}`;
-    const input = typeof raw === 'boolean' ? String(raw) : raw === '' ? undefined : raw;
-    const parsed = setting.schema.safeParse(input);
-    if (!parsed.success) {
-      const reason = parsed.error.issues[0]?.message ?? 'is invalid';
-      const issue = parsed.error.issues[0];
-      const value = Array.isArray(raw) && typeof issue?.path[0] === 'number' ? raw[issue.path[0]] : raw;
-      throw new ConfigError(`Invalid value '${String(value)}' for ${source}: ${reason}.`);
-    }
-    config[key] = parsed.data;
-  }
-  return { help: false, config: config as Config };
-}
-
-/** The text of `--help`, generated from the table above. */
-export function helpText(): string {
-  const rows = (Object.values(SETTINGS) as Setting[]).map((s) => {
-    const flag = `--${s.flag}${s.placeholder ? ` <${s.placeholder}>` : ''}`;
-    return `  ${flag.padEnd(26)} ${s.description}\n  ${''.padEnd(26)} env ${s.env}, default ${s.defaultText}`;
-  });
-  return [
-    'Shipping Sandbox: a high-fidelity sandbox of the shipping API.',
-    '',
-    'Usage: npm start -- [flags]     (or: shipping-sandbox [flags])',
-    '',
-    'Flags (each also read from its environment variable; flags win):',
-    ...rows,
-    `  ${'--help'.padEnd(26)} show this text`,
-    '',
-  ].join('\n');
-}
-
 /**
  * Where webhooks may deliver: as set, or `local` when the sandbox listens on a loopback address (a
  * developer's machine) and `public` otherwise (a shared deployment).
@@ -431,11 +320,4 @@ export function webhookTargetsOf(config: Pick<Config, 'webhookTargets' | 'host'>
   if (config.webhookTargets) return config.webhookTargets;
   const host = config.host.replace(/^\[|\]$/g, '');
   return host === 'localhost' || host === '::1' || /^127\./.test(host) ? 'local' : 'public';
-}
-
-/** Defaults for tests and embedding: everything in memory, a free port, quiet logs. */
-export function testConfig(overrides: Partial<Config> = {}): Config {
-  const parsed = parseCommandLine([], {});
-  if (parsed.help) throw new Error('unreachable');
-  return { ...parsed.config, memory: true, port: 0, httpsPort: 0, logLevel: 'silent', ...overrides };
 }

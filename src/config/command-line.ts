@@ -1,0 +1,72 @@
+import { parseArgs } from 'node:util';
+import { ConfigError } from '../core/errors.js';
+import { type Config, SETTINGS, type Setting } from './settings.js';
+
+export type CommandLine = { help: true } | { help: false; config: Config };
+
+/**
+ * Reads flags and environment variables into a validated Config, or says exactly which value is
+ * wrong. Flags win over environment variables, which win over defaults.
+ */
+export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv): CommandLine {
+  const options: Record<string, { type: 'string' | 'boolean'; multiple?: boolean }> = {
+    help: { type: 'boolean' },
+  };
+  for (const setting of Object.values(SETTINGS) as Setting[]) {
+    options[setting.flag] =
+      setting.kind === 'list' ? { type: 'string', multiple: true } : { type: setting.kind };
+  }
+
+  let values: Record<string, string | boolean | (string | boolean)[] | undefined>;
+  try {
+    ({ values } = parseArgs({ args: argv, options, strict: true, allowPositionals: false }));
+  } catch (error) {
+    throw new ConfigError(`${(error as Error).message}. Run with --help to see every flag.`);
+  }
+  if (values.help) return { help: true };
+
+  const config: Record<string, unknown> = {};
+  for (const [key, setting] of Object.entries(SETTINGS) as [string, Setting][]) {
+    const fromFlag = values[setting.flag];
+    const fromEnv = env[setting.env];
+    const raw =
+      fromFlag ??
+      (setting.kind === 'list' && fromEnv !== undefined ? fromEnv.split(',').filter(Boolean) : fromEnv);
+    const source = fromFlag === undefined ? `environment variable ${setting.env}` : `--${setting.flag}`;
+    const input = typeof raw === 'boolean' ? String(raw) : raw === '' ? undefined : raw;
+    const parsed = setting.schema.safeParse(input);
+    if (!parsed.success) {
+      const reason = parsed.error.issues[0]?.message ?? 'is invalid';
+      const issue = parsed.error.issues[0];
+      const value = Array.isArray(raw) && typeof issue?.path[0] === 'number' ? raw[issue.path[0]] : raw;
+      throw new ConfigError(`Invalid value '${String(value)}' for ${source}: ${reason}.`);
+    }
+    config[key] = parsed.data;
+  }
+  return { help: false, config: config as Config };
+}
+
+/** The text of `--help`, generated from the table above. */
+export function helpText(): string {
+  const rows = (Object.values(SETTINGS) as Setting[]).map((s) => {
+    const flag = `--${s.flag}${s.placeholder ? ` <${s.placeholder}>` : ''}`;
+    return `  ${flag.padEnd(26)} ${s.description}\n  ${''.padEnd(26)} env ${s.env}, default ${s.defaultText}`;
+  });
+  return [
+    'Shipping Sandbox: a high-fidelity sandbox of the shipping API.',
+    '',
+    'Usage: npm start -- [flags]     (or: shipping-sandbox [flags])',
+    '',
+    'Flags (each also read from its environment variable; flags win):',
+    ...rows,
+    `  ${'--help'.padEnd(26)} show this text`,
+    '',
+  ].join('\n');
+}
+
+/** Defaults for tests and embedding: everything in memory, a free port, quiet logs. */
+export function testConfig(overrides: Partial<Config> = {}): Config {
+  const parsed = parseCommandLine([], {});
+  if (parsed.help) throw new Error('unreachable');
+  return { ...parsed.config, memory: true, port: 0, httpsPort: 0, logLevel: 'silent', ...overrides };
+}

@@ -1,0 +1,210 @@
+import pg from 'pg';
+import type { Params, Sql } from './sql.js';
+
+/** A statement's text in PostgreSQL's numbered form, and where each number's value comes from. */
+interface Numbered {
+  text: string;
+  /** The parameter names in the order of their numbers; null for positional `?` parameters. */
+  names: string[] | null;
+  /** The name of the prepared statement on each connection. */
+  name: string;
+}
+
+/**
+ * Rewrites `@name` and `?` parameters as `$1`, `$2`…, outside quoted text. A name used twice keeps
+ * its number.
+ */
+export function numberParameters(text: string): Omit<Numbered, 'name'> {
+  const names: string[] = [];
+  let positional = 0;
+  let out = '';
+  for (let i = 0; i < text.length; i++) {
+    const char = text[i] as string;
+    if (char === "'" || char === '"') {
+      const end = text.indexOf(char, i + 1);
+      const stop = end === -1 ? text.length : end + 1;
+      out += text.slice(i, stop);
+      i = stop - 1;
+    } else if (char === '?') {
+      positional += 1;
+      out += `$${positional}`;
+    } else if (char === '@' && /[A-Za-z_]/.test(text[i + 1] ?? '')) {
+      let end = i + 1;
+      while (end < text.length && /\w/.test(text[end] as string)) end++;
+      const name = text.slice(i + 1, end);
+      let number = names.indexOf(name) + 1;
+      if (number === 0) number = names.push(name);
+      out += `$${number}`;
+      i = end - 1;
+    } else {
+      out += char;
+    }
+  }
+  if (positional > 0 && names.length > 0) throw new Error(`mixed ? and @ parameters: ${text}`);
+  return { text: out, names: positional > 0 ? null : names };
+}
+
+// BIGINT (int8) columns hold milliseconds and sequence numbers, all well inside a double's 2^53:
+// read them as numbers, as SQLite's integers are.
+pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
+
+type Queryer = Pick<pg.Pool, 'query'> | pg.PoolClient;
+
+abstract class PostgresQueries implements Sql {
+  readonly engine = 'postgres' as const;
+
+  constructor(protected readonly statements: Map<string, Numbered>) {}
+
+  protected abstract queryer(): Queryer;
+
+  private numbered(text: string): Numbered {
+    let numbered = this.statements.get(text);
+    if (!numbered) {
+      numbered = { ...numberParameters(text), name: `s${this.statements.size + 1}` };
+      this.statements.set(text, numbered);
+    }
+    return numbered;
+  }
+
+  private config(text: string, params: Params | undefined, rowMode?: 'array'): pg.QueryConfig {
+    const numbered = this.numbered(text);
+    let values: unknown[] = [];
+    if (params !== undefined) {
+      if (numbered.names === null) values = (params as readonly unknown[]).map(toValue);
+      else {
+        const named = params as Readonly<Record<string, unknown>>;
+        values = numbered.names.map((name) => toValue(named[name]));
+      }
+    }
+    return { name: numbered.name, text: numbered.text, values, ...(rowMode ? { rowMode } : {}) };
+  }
+
+  async all<Row>(text: string, params?: Params): Promise<Row[]> {
+    return (await this.queryer().query(this.config(text, params))).rows as Row[];
+  }
+
+  async get<Row>(text: string, params?: Params): Promise<Row | undefined> {
+    return (await this.queryer().query(this.config(text, params))).rows[0] as Row | undefined;
+  }
+
+  async column<Value>(text: string, params?: Params): Promise<Value[]> {
+    const result = await this.queryer().query(this.config(text, params, 'array'));
+    return (result.rows as unknown as unknown[][]).map((row) => row[0] as Value);
+  }
+
+  async value<Value>(text: string, params?: Params): Promise<Value | undefined> {
+    const result = await this.queryer().query(this.config(text, params, 'array'));
+    return (result.rows as unknown as unknown[][])[0]?.[0] as Value | undefined;
+  }
+
+  async run(text: string, params?: Params): Promise<number> {
+    return (await this.queryer().query(this.config(text, params))).rowCount ?? 0;
+  }
+
+  abstract transaction<T>(work: (tx: Sql) => Promise<T>): Promise<T>;
+}
+
+/** `undefined` is SQL's NULL, as better-sqlite3 reads a missing named parameter's place. */
+const toValue = (value: unknown) => (value === undefined ? null : value);
+
+/** `Sql` over a pool of connections: each statement takes a free connection; a transaction holds one. */
+export class PostgresSql extends PostgresQueries {
+  constructor(readonly pool: pg.Pool) {
+    super(new Map());
+  }
+
+  protected queryer(): Queryer {
+    return this.pool;
+  }
+
+  async transaction<T>(work: (tx: Sql) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    let broken: Error | undefined;
+    try {
+      await client.query('BEGIN');
+      const tx = new PostgresTransaction(client, this.statements, 0);
+      try {
+        const result = await work(tx);
+        await client.query('COMMIT');
+        return result;
+      } catch (error) {
+        await client.query('ROLLBACK').catch((rollback: Error) => {
+          broken = rollback;
+        });
+        throw error;
+      } finally {
+        tx.end();
+      }
+    } catch (error) {
+      broken ??= isConnectionLost(error) ? (error as Error) : undefined;
+      throw error;
+    } finally {
+      // A connection that failed mid-transaction is not given to the next request.
+      client.release(broken);
+    }
+  }
+}
+
+class PostgresTransaction extends PostgresQueries {
+  private open = true;
+
+  constructor(
+    private readonly client: pg.PoolClient,
+    statements: Map<string, Numbered>,
+    private readonly depth: number,
+  ) {
+    super(statements);
+  }
+
+  end(): void {
+    this.open = false;
+  }
+
+  protected queryer(): Queryer {
+    if (!this.open) throw new Error('a statement ran after its transaction ended');
+    return this.client;
+  }
+
+  async transaction<T>(work: (tx: Sql) => Promise<T>): Promise<T> {
+    const name = `s${this.depth + 1}`;
+    await this.queryer().query(`SAVEPOINT ${name}`);
+    const inner = new PostgresTransaction(this.client, this.statements, this.depth + 1);
+    try {
+      const result = await work(inner);
+      await this.client.query(`RELEASE SAVEPOINT ${name}`);
+      return result;
+    } catch (error) {
+      await this.client.query(`ROLLBACK TO SAVEPOINT ${name}`);
+      throw error;
+    } finally {
+      inner.end();
+    }
+  }
+}
+
+const SOCKET_ERRORS = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
+
+/** Errors that say the connection itself is gone (rather than a statement failing on a good one). */
+export function isConnectionLost(error: unknown): boolean {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  // SQLSTATE class 08 (connection exception) and 57P (the server shutting down or starting), and
+  // the system's own errors for a socket that cannot reach the server.
+  if (
+    typeof code === 'string' &&
+    (code.startsWith('08') || code.startsWith('57P') || SOCKET_ERRORS.has(code))
+  )
+    return true;
+  const message = (error as Error | undefined)?.message ?? '';
+  return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(
+    message,
+  );
+}

@@ -1,0 +1,39 @@
+/**
+ * What a store runs its SQL through, whichever engine holds the data: SQLite (better-sqlite3, in a
+ * file or in memory) or PostgreSQL (`pg`, a pool). Statements are plain SQL text written once for
+ * both engines where SQL allows, with named parameters (`@accountId`) or positional ones (`?`); the
+ * PostgreSQL side numbers them (`$1`) once per text. Where the engines' SQL differs, a store writes
+ * each (`sql.engine`).
+ *
+ * Every call answers through a promise, so that a store reads the same over a network round trip as
+ * over SQLite's in-process one. A change that spans several stores runs inside `transaction`, whose
+ * `tx` each store call of the change is given: the same connection, committed once the work
+ * resolves and rolled back when it throws.
+ */
+
+export type Engine = 'sqlite' | 'postgres';
+
+/** Named parameters by name (without the `@`), or positional ones in order. */
+export type Params = Readonly<Record<string, unknown>> | readonly unknown[];
+
+export interface Sql {
+  readonly engine: Engine;
+  /** Every row. */
+  all<Row>(text: string, params?: Params): Promise<Row[]>;
+  /** The first row, if any. */
+  get<Row>(text: string, params?: Params): Promise<Row | undefined>;
+  /** The first column of every row. */
+  column<Value>(text: string, params?: Params): Promise<Value[]>;
+  /** The first column of the first row, if any. */
+  value<Value>(text: string, params?: Params): Promise<Value | undefined>;
+  /** Runs a statement that answers no rows: how many rows it changed. */
+  run(text: string, params?: Params): Promise<number>;
+  /**
+   * Runs `work` in a transaction: committed when it resolves, rolled back when it throws. Inside one,
+   * a nested call is a savepoint. Everything the work writes goes through `tx`.
+   */
+  transaction<T>(work: (tx: Sql) => Promise<T>): Promise<T>;
+}
+
+/** A store's SQL for each engine, where the two differ. */
+export const dialect = <T>(sql: Pick<Sql, 'engine'>, forEach: Record<Engine, T>): T => forEach[sql.engine];

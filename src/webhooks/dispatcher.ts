@@ -1,0 +1,166 @@
+import { randomBytes } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
+import type { Logger } from 'pino';
+import { isPassingStorageFailure } from '../core/storage-errors.js';
+import { type Db, transaction } from '../db/database.js';
+import type { Scheduler } from '../scheduler/scheduler.js';
+import type { DestinationPolicy } from './destinations.js';
+import { SharedResolver } from './dns.js';
+import { CUT_OFF, type DeliveryResult, type ResolveHost, sendDelivery } from './send.js';
+import { SendLimits } from './send-limits.js';
+import type { AttemptRecord, WebhookRecord } from './store.js';
+
+export interface DeliveryDispatcherDeps {
+  db: Db;
+  scheduler: Scheduler;
+  /** An event's envelope, byte for byte as first recorded (the events module). */
+  eventBody: (eventId: string) => string | undefined;
+  /** How long a receiver may take to answer, in real time. */
+  timeoutMs: number;
+  /** Where webhooks may deliver (`--webhook-targets`, `--webhook-allow-host`). */
+  destinations: DestinationPolicy;
+  /** Resolves a receiver's host name to all its addresses; the system's resolver unless a test says. */
+  resolve?: ResolveHost;
+  /** Writes an attempt's outcome, inside the transaction the dispatcher opens for it (the outbox). */
+  settle: (attempt: AttemptRecord, result: DeliveryResult, sentAt: number, manual: boolean) => void;
+  logger: Logger;
+}
+
+/**
+ * Puts attempts on the wire, within the send limits, and writes each outcome when the receiver
+ * answers (or times out). It keeps the sends of each account that are on the wire, so that an
+ * advance can wait for them (`settled`) and a stopping sandbox can let them finish (`drain`).
+ */
+export class DeliveryDispatcher {
+  private readonly limits = new SendLimits();
+  private readonly resolver: SharedResolver;
+  private readonly inFlight = new Map<string, Set<Promise<unknown>>>();
+  /** Set when the sandbox stops: sends still waiting for a slot stay `sending` and go out after the next start. */
+  private stopped = false;
+  /** Aborted when a stopping sandbox stops waiting for the sends on the wire. */
+  private readonly cutOff = new AbortController();
+
+  constructor(private readonly deps: DeliveryDispatcherDeps) {
+    this.resolver = new SharedResolver(deps.resolve);
+    // Every send on the wire listens for the cut-off, up to the server's share of them at once.
+    setMaxListeners(0, this.cutOff.signal);
+  }
+
+  /**
+   * Sends the attempt (already `sending`) and writes its outcome; resolves once it is written, or
+   * once the send is cut off. `sentAt` is when it went out on the account's clock.
+   */
+  dispatch(
+    attempt: AttemptRecord,
+    webhook: WebhookRecord,
+    sentAt: number,
+    options = { manual: false },
+  ): Promise<unknown> {
+    return this.track(attempt.accountId, this.send(attempt, webhook, sentAt, options));
+  }
+
+  /** Resolves once every send of the account that is on the wire now has its outcome written. */
+  async settled(accountId: string): Promise<void> {
+    for (let sends = this.inFlight.get(accountId); sends?.size; sends = this.inFlight.get(accountId)) {
+      await Promise.allSettled([...sends]);
+    }
+  }
+
+  /**
+   * The sandbox stops: nothing more goes on the wire, the sends on it may finish until `deadline`
+   * (`performance.now()` milliseconds), and those still waiting for an answer then are cut off. A
+   * send cut off has no outcome: its attempt stays `sending` and is sent again at the next start.
+   */
+  async drain(deadline: number): Promise<void> {
+    this.stopped = true;
+    const sends = () => [...this.inFlight.values()].flatMap((set) => [...set]);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, Math.max(0, deadline - performance.now()));
+    });
+    await Promise.race([
+      late,
+      (async () => {
+        for (let left = sends(); left.length > 0; left = sends()) await Promise.allSettled(left);
+      })(),
+    ]);
+    clearTimeout(timer);
+    this.cutOff.abort();
+    await Promise.allSettled(sends());
+  }
+
+  private track(accountId: string, send: Promise<unknown>): Promise<unknown> {
+    let sends = this.inFlight.get(accountId);
+    if (!sends) {
+      sends = new Set();
+      this.inFlight.set(accountId, sends);
+    }
+    sends.add(send);
+    const done = send.finally(() => {
+      sends.delete(send);
+      if (sends.size === 0 && this.inFlight.get(accountId) === sends) this.inFlight.delete(accountId);
+    });
+    return done;
+  }
+
+  private async send(
+    attempt: AttemptRecord,
+    webhook: WebhookRecord,
+    sentAt: number,
+    options: { manual: boolean },
+  ) {
+    // The body is read once the send has its slot: a queue of waiting sends holds no envelopes.
+    const result = await this.limits.run(attempt, async () => {
+      if (this.stopped) return undefined;
+      const body = this.deps.eventBody(attempt.eventId);
+      if (body === undefined) return undefined;
+      const request = {
+        url: webhook.url,
+        // A forged probe is signed with a secret nobody has: well formed, and wrong.
+        secret: attempt.probe === 'forged' ? randomBytes(32).toString('hex') : webhook.secret,
+        body,
+        eventId: attempt.eventId,
+        attempt: attempt.attempt,
+        timeoutMs: this.deps.timeoutMs,
+        probe: attempt.probe !== null,
+        cutOff: this.cutOff.signal,
+      };
+      const transport = {
+        destinations: this.deps.destinations,
+        resolve: this.resolver.forAccount(attempt.accountId),
+      };
+      return sendDelivery(request, transport);
+    });
+    // A send cut off by a stopping sandbox stays `sending`: it goes out again after the next start.
+    if (result === undefined || result === CUT_OFF) return;
+    this.deps.logger.info(
+      {
+        account: attempt.accountId,
+        webhook: webhook.id,
+        delivery: attempt.id,
+        event: attempt.eventType,
+        event_id: attempt.eventId,
+        attempt: attempt.attempt,
+        outcome: result.ok ? 'succeeded' : 'failed',
+        response_status: result.responseStatus,
+        error: result.error,
+        duration_ms: result.durationMs,
+      },
+      'delivery',
+    );
+    const writeOutcome = () =>
+      transaction(this.deps.db, () => this.deps.settle(attempt, result, sentAt, options.manual));
+    try {
+      writeOutcome();
+    } catch (error) {
+      // No room to write it (a full disk): the outcome is kept and written once there is, by the
+      // scheduler, which backs off meanwhile; the attempt shows `sending` until then.
+      if (isPassingStorageFailure(error)) {
+        this.deps.scheduler.retryWrite(attempt.accountId, writeOutcome, error);
+        return;
+      }
+      // The database may be closing under a stopping server; the attempt stays `sending` and is resent.
+      this.deps.logger.error({ err: error, attempt: attempt.id }, 'could not record a delivery outcome');
+    }
+  }
+}

@@ -1,0 +1,67 @@
+import { newId } from '../core/ids.js';
+import { type Db, transaction } from '../db/database.js';
+import type { EventType } from '../events/schema.js';
+import type { RecordedEvent } from '../events/store.js';
+import type { AttemptRecord, ProbeSignature, WebhookRecord, WebhookStore } from './store.js';
+
+/** What a webhook probe answers: both attempts, each with its outcome. */
+export type ProbeOutcome = Record<ProbeSignature, AttemptRecord>;
+
+/** A probe's two attempts, in the order they are written. */
+const PROBE_SIGNATURES: readonly ProbeSignature[] = ['genuine', 'forged'];
+
+export interface ProbeDeps {
+  db: Db;
+  store: WebhookStore;
+  /**
+   * Records a test event with sample data for a probe, inside the probe's transaction, without
+   * announcing it to the other webhooks (the events module).
+   */
+  recordTestEvent: (accountId: string, type: EventType, now: number) => RecordedEvent;
+  /** Sends an attempt written `sending`; resolves once its outcome is written. */
+  dispatch: (attempt: AttemptRecord, webhook: WebhookRecord, sentAt: number) => Promise<unknown>;
+  /** The wall clock, for the time the attempts went out. */
+  realNow: () => number;
+}
+
+/**
+ * `POST /_sandbox/webhooks/:id/probe`: whether the receiver checks signatures. A test event of the
+ * webhook's first subscribed type goes to this webhook alone, now, twice: once correctly signed and
+ * once signed with a wrong secret (the signature well formed, so only checking it tells them
+ * apart), both with `Service-Probe: true`. Each is a fresh event, so a receiver that drops
+ * duplicates by event id still judges both. They go through the same sender as every delivery (the
+ * destination policy, the shares, the answer's cap) at the same time, and this resolves once both
+ * have their outcome. A probe is never retried and never moves the webhook toward `failed`,
+ * whatever its status (a failed webhook may be probed to see whether its receiver is fixed).
+ */
+export async function probeWebhook(
+  deps: ProbeDeps,
+  webhook: WebhookRecord,
+  now: number,
+): Promise<ProbeOutcome> {
+  const { db, store } = deps;
+  const type = webhook.events[0] as EventType;
+  const wallAt = deps.realNow();
+  const ids = transaction(db, () =>
+    PROBE_SIGNATURES.map((probe) => {
+      const event = deps.recordTestEvent(webhook.accountId, type, now);
+      const id = newId('dlv', now);
+      store.insertAttempt({
+        id,
+        accountId: webhook.accountId,
+        webhookId: webhook.id,
+        eventId: event.id,
+        eventType: type,
+        attempt: 0,
+        redelivery: false,
+        probe,
+        scheduledAt: now,
+        sendingNow: { wallAt },
+      });
+      return id;
+    }),
+  );
+  await Promise.all(ids.map((id) => deps.dispatch(store.findAttempt(id) as AttemptRecord, webhook, now)));
+  const [genuine, forged] = ids.map((id) => store.findAttempt(id) as AttemptRecord);
+  return { genuine: genuine as AttemptRecord, forged: forged as AttemptRecord };
+}
