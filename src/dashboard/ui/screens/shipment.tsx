@@ -151,7 +151,8 @@ function Summary(props: { shipment: Shipment; refresh: () => Promise<void> }) {
                 {shipment.label_id && (
                   <>
                     {' '}
-                    Its label <span class="mono">{shipment.label_id}</span> is voided and refunded.
+                    Its label <span class="mono">{shipment.label_id}</span> is voided, and refunded if still
+                    within its 30 days.
                   </>
                 )}{' '}
                 Its webhooks are told ({shipment.label_id ? 'label.voided, then ' : ''}shipment.cancelled).
