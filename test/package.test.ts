@@ -160,6 +160,43 @@ describe('the packed package', { timeout: 90_000 }, () => {
     }
   });
 
+  // swagger-ui-dist depends on @scarf/scarf, whose install script reports installs to a third party:
+  // the package ships the build's copy of Swagger UI instead, and /docs serves it.
+  it('installs neither swagger-ui-dist nor @scarf/scarf, and serves Swagger UI offline all the same', async () => {
+    const listed = await run('npm', ['ls', 'swagger-ui-dist', '@scarf/scarf', '--all', '--json'], {
+      cwd: app,
+      env: cleanEnvironment(),
+    }).catch((error: { stdout: string }) => error);
+    const tree = JSON.parse(listed.stdout) as { dependencies?: Record<string, unknown> };
+    expect(tree.dependencies?.['shipping-sandbox']).toBeUndefined();
+    expect(existsSync(join(app, 'node_modules', 'swagger-ui-dist'))).toBe(false);
+    expect(existsSync(join(app, 'node_modules', '@scarf'))).toBe(false);
+
+    writeFileSync(
+      join(app, 'docs.mjs'),
+      `import { startSandbox } from 'shipping-sandbox';
+
+const sandbox = await startSandbox();
+const answers = [];
+for (const [path, mark] of [
+  ['/docs', 'docs/assets/swagger-ui-bundle.js'],
+  ['/docs/assets/swagger-ui-bundle.js', 'SwaggerUIBundle'],
+  ['/docs/assets/swagger-ui.css', '.swagger-ui'],
+]) {
+  const response = await fetch(sandbox.origin + path);
+  answers.push([path, response.status, (await response.text()).includes(mark)]);
+}
+await sandbox.stop();
+console.log(JSON.stringify(answers));
+`,
+    );
+    expect(JSON.parse((await node(['docs.mjs'])).stdout)).toEqual([
+      ['/docs', 200, true],
+      ['/docs/assets/swagger-ui-bundle.js', 200, true],
+      ['/docs/assets/swagger-ui.css', 200, true],
+    ]);
+  });
+
   it('is imported by an ES module, which starts a sandbox, calls it, and exits once it is stopped', async () => {
     writeFileSync(
       join(app, 'start.mjs'),
