@@ -319,6 +319,74 @@ void sandboxPackage.startSandbox(options).then(async (sandbox: sandboxPackage.Sa
     expect(JSON.parse((await node(['out/required.cjs'])).stdout)).toEqual({ speed: 1, listed: 0 });
   });
 
+  // TypeScript's older resolution (`node`, also called node10) reads no `exports`: `typesVersions`
+  // leads it to the client's declarations, and Node's `require` still goes through `exports`.
+  it('is type-checked by a project on moduleResolution node, subpath and all, then run', async () => {
+    const project = join(app, 'node10');
+    mkdirSync(project, { recursive: true });
+    writeFileSync(
+      join(project, 'index.ts'),
+      `import { startSandbox } from 'shipping-sandbox';
+import {
+  createClient,
+  createSandboxClient,
+  verifySignature,
+  type WebhookPayload,
+} from 'shipping-sandbox/client';
+
+declare const console: { log(text: string): void };
+
+async function main(): Promise<void> {
+  const sandbox = await startSandbox();
+  const api = createClient({ baseUrl: sandbox.url, apiKey: sandbox.apiKey });
+  const controls = createSandboxClient({ origin: sandbox.origin, apiKey: sandbox.apiKey });
+  const { data: list } = await api.GET('/shipments');
+  const { data: clock } = await controls.GET('/_sandbox/clock');
+  const delivered: WebhookPayload<'tracking.delivered'>['data']['status'] = 'delivered';
+  // @ts-expect-error: not an event
+  const wrong: WebhookPayload<'parcel.teleported'> | undefined = undefined;
+  await sandbox.stop();
+  console.log(JSON.stringify({
+    total: list?.meta.total,
+    frozen: clock?.frozen,
+    delivered,
+    verified: verifySignature('{}', 'sha256=' + '0'.repeat(64), 'whsec_0123456789abcdef'),
+    unused: typeof wrong,
+  }));
+}
+void main();
+`,
+    );
+    writeFileSync(
+      join(project, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          module: 'commonjs',
+          moduleResolution: 'node',
+          // TypeScript 6 warns that this resolution is going away; projects that still use it say so.
+          ignoreDeprecations: '6.0',
+          target: 'es2022',
+          lib: ['es2023', 'dom'],
+          types: [],
+          strict: true,
+          skipLibCheck: false,
+          outDir: 'out',
+        },
+        files: ['index.ts'],
+      }),
+    );
+    await node([require.resolve('typescript/bin/tsc'), '-p', 'tsconfig.json'], project).catch((error) => {
+      throw new Error(`tsc: ${error.stdout}${error.stderr}`);
+    });
+    expect(JSON.parse((await node(['out/index.js'], project)).stdout)).toEqual({
+      total: 0,
+      frozen: false,
+      delivered: 'delivered',
+      verified: false,
+      unused: 'undefined',
+    });
+  });
+
   it("runs the Vitest examples with Vitest, the README's first test among them", async () => {
     cpSync('examples/vitest', join(app, 'vitest-example'), { recursive: true });
     // The merchant has Vitest installed: this project's.
