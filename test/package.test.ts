@@ -13,10 +13,12 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { createRequire } from 'node:module';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { parse as parseYaml } from 'yaml';
 
 /**
  * The package as a merchant gets it: packed by `npm pack` (which builds it, through `prepack`),
@@ -35,7 +37,8 @@ const version = (JSON.parse(readFileSync('package.json', 'utf8')) as { version: 
 const scratch = mkdtempSync(join(tmpdir(), 'sandbox-package-'));
 const stage = join(scratch, 'stage');
 const app = join(scratch, 'app');
-afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+// The installed project is many thousands of files: removing them takes a while on a busy machine.
+afterAll(() => rmSync(scratch, { recursive: true, force: true }), 60_000);
 
 /**
  * npm's own variables (a surrounding `npm test` sets many) would point the inner npm at this project;
@@ -389,14 +392,85 @@ void main();
 
   it("runs the Vitest examples with Vitest, the README's first test among them", async () => {
     cpSync('examples/vitest', join(app, 'vitest-example'), { recursive: true });
-    // The merchant has Vitest installed: this project's.
-    symlinkSync(realpathSync('node_modules/vitest'), join(app, 'node_modules', 'vitest'), 'dir');
-    const vitest = join(dirname(require.resolve('vitest/package.json')), 'vitest.mjs');
-    const { stdout } = await node([vitest, 'run', '--root', 'vitest-example', '--reporter', 'verbose']);
+    const { stdout } = await node([vitest(), 'run', '--root', 'vitest-example', '--reporter', 'verbose']);
     expect(stdout).toMatch(/✓ .*a delivered parcel reaches our webhook handler, signed/);
     // The README's first test, as it is printed there.
     expect(stdout).toMatch(/✓ .*a parcel we ship can be forced to "delivered"/);
     expect(stdout).toMatch(/Tests\s+2 passed/);
+  });
+
+  it('runs the Vitest globalSetup example: one sandbox for the run, an account for each file', async () => {
+    cpSync('examples/vitest-global-setup', join(app, 'vitest-global-setup'), { recursive: true });
+    const { stdout } = await node([
+      vitest(),
+      'run',
+      '--root',
+      'vitest-global-setup',
+      '--reporter',
+      'verbose',
+    ]);
+    expect(stdout).toMatch(/✓ .*this file sees its own shipments only, whatever other files create/);
+    expect(stdout).toMatch(/✓ .*this file moves its own account's clock, and no other file's/);
+    expect(stdout).toMatch(/Test Files\s+2 passed/);
+  });
+
+  it('type-checks the Vitest examples against the installed declarations', async () => {
+    for (const [folder, source] of [
+      ['vitest-example', 'examples/vitest'],
+      ['vitest-global-setup', 'examples/vitest-global-setup'],
+    ] as const)
+      if (!existsSync(join(app, folder))) cpSync(source, join(app, folder), { recursive: true });
+    vitest();
+    // The merchant's Node types too: the examples run a small HTTP server.
+    mkdirSync(join(app, 'node_modules', '@types'), { recursive: true });
+    if (!existsSync(join(app, 'node_modules', '@types', 'node')))
+      symlinkSync(
+        realpathSync('node_modules/@types/node'),
+        join(app, 'node_modules', '@types', 'node'),
+        'dir',
+      );
+    writeFileSync(
+      join(app, 'tsconfig.examples.json'),
+      JSON.stringify({
+        // As a Vite or Vitest project is set up: ES modules, resolved as a bundler does.
+        compilerOptions: {
+          module: 'esnext',
+          moduleResolution: 'bundler',
+          target: 'es2022',
+          lib: ['es2023', 'dom'],
+          types: ['node'],
+          strict: true,
+          // Vitest's own declarations are Vitest's business; the examples' use of them and of the
+          // package is what is checked.
+          skipLibCheck: true,
+          noEmit: true,
+        },
+        include: ['vitest-example', 'vitest-global-setup'],
+      }),
+    );
+    await node([require.resolve('typescript/bin/tsc'), '-p', 'tsconfig.examples.json']).catch((error) => {
+      throw new Error(`tsc: ${error.stdout}${error.stderr}`);
+    });
+  });
+
+  it('runs the Jest globalSetup example: one sandbox for the run, an account for each file', async () => {
+    cpSync('examples/jest-global-setup', join(app, 'jest-global-setup'), { recursive: true });
+    const jest = join(dirname(require.resolve('jest/package.json')), 'bin', 'jest.js');
+    // Two workers: the files run in other processes than the setup, as on any machine with cores.
+    const { stderr } = await node([
+      jest,
+      '--config',
+      'jest-global-setup/jest.config.cjs',
+      '--ci',
+      '--maxWorkers',
+      '2',
+      '--cacheDirectory',
+      join(scratch, 'jest-cache'),
+    ]);
+    expect(stderr).toMatch(/PASS .*shipments\.test\.cjs/);
+    expect(stderr).toMatch(/PASS .*clock\.test\.cjs/);
+    expect(stderr).toMatch(/Tests:\s+2 passed, 2 total/);
+    expect(stderr).not.toMatch(/did not exit/);
   });
 
   it('runs the Jest example with Jest, through require and without a transform', async () => {
@@ -414,6 +488,65 @@ void main();
     expect(stderr).toMatch(/PASS .*shipping\.test\.cjs/);
     expect(stderr).toMatch(/Tests:\s+1 passed, 1 total/);
     expect(stderr).not.toMatch(/did not exit/);
+  });
+
+  // The workflow's own steps, run by bash as the runner runs them, in the installed project: the
+  // sandbox it starts is the package's. `npm ci` is done (the project is installed); in place of the
+  // merchant's `npm test`, one call with what the job gives the tests. Ports are moved to free ones.
+  it('runs the GitHub Actions example as written: starts, waits for, uses and stops the sandbox', async () => {
+    const workflow = parseYaml(readFileSync('examples/github-actions/sandbox-tests.yml', 'utf8')) as {
+      jobs: Record<string, { env: Record<string, string>; steps: { run?: string; if?: string }[] }>;
+    };
+    const job = Object.values(workflow.jobs)[0];
+    if (!job) throw new Error('no job');
+    const port = String(await freePort());
+    const onFreePort = (text: string) => text.replaceAll('127.0.0.1:4010', `127.0.0.1:${port}`);
+    const runnerTemp = mkdtempSync(join(scratch, 'runner-'));
+    const githubEnv = join(runnerTemp, 'github-env');
+    writeFileSync(githubEnv, '');
+    const env: Record<string, string> = {
+      ...Object.fromEntries(Object.entries(job.env).map(([name, value]) => [name, onFreePort(value)])),
+      RUNNER_TEMP: runnerTemp,
+      GITHUB_ENV: githubEnv,
+      PORT: port,
+      HTTPS_PORT: '0',
+    };
+    const bash = (script: string) =>
+      run('bash', ['-e', '-c', script], { cwd: app, env: cleanEnvironment(env), encoding: 'utf8' });
+    /** What a step added to $GITHUB_ENV, for the steps after it. */
+    const readGithubEnv = () => {
+      for (const line of readFileSync(githubEnv, 'utf8').split('\n').filter(Boolean)) {
+        const [name = '', ...value] = line.split('=');
+        env[name] = value.join('=');
+      }
+    };
+    try {
+      for (const step of job.steps) {
+        if (step.run === undefined || step.run === 'npm ci' || step.if === 'failure()') continue;
+        if (step.run === 'npm test') {
+          const answer = await bash(
+            'test -f "$NODE_EXTRA_CA_CERTS" && curl -fsS -H "Authorization: Bearer $SHIPPING_API_KEY" "$SHIPPING_API_URL/shipments"',
+          );
+          expect(JSON.parse(answer.stdout)).toMatchObject({ data: [], meta: { total: 0 } });
+          continue;
+        }
+        await bash(onFreePort(step.run));
+        readGithubEnv();
+      }
+      // The last step stopped it (SIGTERM): it exits 0, having said nothing on its log but its ready line.
+      await vi.waitFor(() => expect(() => process.kill(Number(env.SANDBOX_PID), 0)).toThrow(), {
+        timeout: 15_000,
+      });
+      const log = readFileSync(join(runnerTemp, 'sandbox.log'), 'utf8');
+      expect(log).toMatch(/"ready":true/);
+      expect(log).not.toMatch(/"level":(50|60)/);
+    } finally {
+      if (env.SANDBOX_PID) {
+        try {
+          process.kill(Number(env.SANDBOX_PID), 'SIGKILL');
+        } catch {}
+      }
+    }
   });
 
   it('installs the shipping-sandbox command: --version, -h, and serving', async () => {
@@ -446,6 +579,22 @@ void main();
     expect(readdirSync(app).filter((name) => name.startsWith('.sandbox'))).toEqual([]);
   });
 });
+
+/** A loopback port with nothing listening on it (just freed). */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((closed) => server.close(closed));
+  return port;
+}
+
+/** The merchant has Vitest installed: this project's. Returns its command. */
+function vitest(): string {
+  const installed = join(app, 'node_modules', 'vitest');
+  if (!existsSync(installed)) symlinkSync(realpathSync('node_modules/vitest'), installed, 'dir');
+  return join(dirname(require.resolve('vitest/package.json')), 'vitest.mjs');
+}
 
 /** The origin the server prints once it listens (in its banner or its ready line). */
 function originOf(server: ChildProcess): Promise<string> {
