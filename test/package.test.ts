@@ -86,6 +86,9 @@ beforeAll(async () => {
   for (const entry of [
     'package.json',
     'README.md',
+    'LICENSE',
+    'docs',
+    'examples',
     'tsconfig.json',
     'tsconfig.build.json',
     'src',
@@ -142,11 +145,15 @@ describe('the packed package', { timeout: 90_000 }, () => {
         'dist/types/client/index.d.cts',
         'fixtures/default-account.json',
         'scenarios/standard.yaml',
+        'docs/reference.md',
+        'docs/behaviour.md',
+        'examples/vitest/first.test.ts',
+        'LICENSE',
       ]),
     );
     const unexpected = packedFiles.filter(
       (path) =>
-        !/^(dist|fixtures|scenarios)\//.test(path) &&
+        !/^(dist|fixtures|scenarios|docs|examples)\//.test(path) &&
         !['package.json', 'README.md', 'LICENSE'].includes(path),
     );
     expect(unexpected).toEqual([]);
@@ -161,6 +168,17 @@ describe('the packed package', { timeout: 90_000 }, () => {
         expect(existsSync(named), `${path} names ${specifier}`).toBe(true);
       }
     }
+  });
+
+  // The README on npm's page and in node_modules points at docs/ and examples/: they ship with it.
+  it('ships what the README links to: every relative link resolves inside the installed package', () => {
+    const installed = join(app, 'node_modules', 'shipping-sandbox');
+    const readme = readFileSync(join(installed, 'README.md'), 'utf8');
+    const targets = [...readme.matchAll(/\]\(([^)\s]+)\)/g)]
+      .map(([, target]) => (target as string).split('#')[0] as string)
+      .filter((target) => target !== '' && !/^[a-z]+:/i.test(target));
+    expect(targets.length).toBeGreaterThan(10);
+    expect(targets.filter((target) => !existsSync(join(installed, target)))).toEqual([]);
   });
 
   // swagger-ui-dist depends on @scarf/scarf, whose install script reports installs to a third party:
