@@ -401,7 +401,7 @@ describe('the GitHub Actions example', () => {
   it('needs no published image: it installs the project, the sandbox with it, and starts that', () => {
     expect(job?.services).toBeUndefined();
     const install = index((step) => step.run === 'npm ci');
-    const start = index((step) => step.run?.includes('npx --no-install shipping-sandbox') === true);
+    const start = index((step) => step.run?.includes('node_modules/.bin/shipping-sandbox') === true);
     expect(install).toBeGreaterThanOrEqual(0);
     expect(start).toBeGreaterThan(install);
     const setup = steps.find((step) => step.uses?.startsWith('actions/setup-node'));
@@ -409,7 +409,7 @@ describe('the GitHub Actions example', () => {
   });
 
   it('starts it with flags it has, waits on /healthz, then runs the tests, and stops it always', () => {
-    const start = steps[index((step) => step.run?.includes('npx --no-install shipping-sandbox') === true)];
+    const start = steps[index((step) => step.run?.includes('node_modules/.bin/shipping-sandbox') === true)];
     const command = /shipping-sandbox([^>&\n]*)/.exec(start?.run ?? '')?.[1] ?? '';
     const flags = command.split(/\s+/).filter((arg) => arg.startsWith('--'));
     for (const flag of flags) expect(FLAGS, flag).toContain(flag);
