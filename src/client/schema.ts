@@ -6265,6 +6265,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description Refused: `no_active_label` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "no_active_label";
+                        };
+                    };
+                };
+            };
             /** @description Unexpected error: `internal_error` */
             500: {
                 headers: {
