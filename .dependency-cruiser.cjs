@@ -3,8 +3,47 @@
  * database and the scheduler, then the HTTP layer, then the resource modules, then the wiring.
  * test/architecture.test.ts runs these rules and also checks that no two folders import each other.
  */
-const RESOURCES =
-  'accounts|addresses|clock|events|faults|journal|labels|rates|report|scenarios|shipments|tracking|webhooks';
+
+/** Folders that are layers rather than resources: the HTTP layer, the command line, the dashboard, the typed client. */
+const LAYERS = ['http', 'cli', 'dashboard', 'client'];
+/** What every resource stands on: the core, the database layer and the scheduler. */
+const GROUND = ['core', 'db', 'scheduler'];
+/**
+ * Every other folder of src/ is a resource, and imports of the ground and of the resources named here
+ * alone: a folder not named (a new resource) may import only the ground. Routes run through ports
+ * (src/module.ts) where a lower resource needs a higher one, never through an import.
+ */
+const RESOURCE_IMPORTS = {
+  addresses: [],
+  accounts: [],
+  clock: [],
+  config: [],
+  embed: [],
+  events: [],
+  faults: [],
+  journal: [],
+  scenarios: [],
+  rates: ['addresses'],
+  shipments: ['addresses', 'events', 'rates'],
+  labels: ['addresses', 'events', 'rates', 'scenarios', 'shipments'],
+  tracking: ['addresses', 'events', 'labels', 'rates', 'scenarios', 'shipments'],
+  webhooks: ['events', 'labels', 'shipments', 'tracking'],
+  report: ['journal', 'labels', 'tracking', 'webhooks'],
+};
+const NOT_RESOURCES = [...LAYERS, ...GROUND];
+/** A path under src/ in one of `folders`. */
+const under = (folders) => `^src/(${folders.join('|')})/`;
+/** A folder of src/ that is a resource: any but the layers and the ground. */
+const RESOURCE = `^src/(?!(?:${NOT_RESOURCES.join('|')})/)([^/]+)/`;
+
+/** One rule a resource: it may import its own folder, the ground, and what it declares. */
+const resourceRules = Object.entries(RESOURCE_IMPORTS).map(([name, allowed]) => ({
+  name: 'resources-import-what-they-declare',
+  comment: `${name}/ may import the ground and ${allowed.length ? allowed.join(', ') : 'no other resource'}.`,
+  severity: 'error',
+  from: { path: `^src/${name}/` },
+  to: { path: RESOURCE, pathNot: [`^src/${name}/`, ...(allowed.length ? [under(allowed)] : [])] },
+}));
 
 module.exports = {
   forbidden: [
@@ -41,11 +80,19 @@ module.exports = {
     {
       name: 'logic-knows-no-framework',
       comment:
-        "A resource's logic and stores take no Hono: only its routes, middleware and module object do.",
+        "A resource's logic and stores take no Hono and no HTTP layer: only its routes, middleware and module object do.",
       severity: 'error',
-      from: { path: `^src/(${RESOURCES})/`, pathNot: '(routes|middleware|module)\\.ts$' },
-      to: { path: ['(^|/)node_modules/hono/', '^src/http/'] },
+      from: { path: RESOURCE, pathNot: '(routes|sandbox-routes|middleware|module)\\.ts$' },
+      to: { path: ['(^|/)node_modules/(hono|@hono)/', '^src/http/'] },
     },
+    {
+      name: 'new-resources-import-only-the-ground',
+      comment: `A resource not named in RESOURCE_IMPORTS imports the ground (${GROUND.join(', ')}) and no other resource.`,
+      severity: 'error',
+      from: { path: RESOURCE, pathNot: under(Object.keys(RESOURCE_IMPORTS)) },
+      to: { path: RESOURCE, pathNot: '^src/$1/' },
+    },
+    ...resourceRules,
     {
       name: 'only-the-wiring-reads-the-config',
       comment: 'Modules are given the settings they use; the command line and the wiring read the config.',

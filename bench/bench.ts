@@ -1,9 +1,10 @@
 /**
  * The benchmark: `npm run bench` (full, several minutes) or `npm run bench -- --quick` (under a minute).
  *
- * The sandbox runs as its real command (`node dist/main.js --memory --no-rate-limits …`) in a child
- * process, beside a bare `node:http` server (bench/ceiling.mjs) that answers a fixed shipment: the
- * ceiling any Node server reaches on this machine. autocannon, in this process, loads both with the
+ * The sandbox runs as its real command (`node --max-semi-space-size=4 dist/main.js --memory
+ * --no-rate-limits …`, as `npm start` and the Docker image start it) in a child process, beside a
+ * bare `node:http` server (bench/ceiling.mjs) that answers a fixed shipment: the ceiling any Node
+ * server reaches on this machine. autocannon, in this process, loads both with the
  * same requests, connections and duration, in alternating rounds; ratios are within one run. The
  * issue's ratio targets are judged against the bare Hono floor (bench/hono-floor.mjs) or another of
  * the sandbox's endpoints, measured in the same rounds. The embed section times the package's
@@ -15,7 +16,14 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, platform, release, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { buildChanges, distFingerprint, killAllChildren, ROOT, SANDBOX_FLAGS } from './children.js';
+import {
+  buildChanges,
+  distFingerprint,
+  killAllChildren,
+  ROOT,
+  SANDBOX_FLAGS,
+  SANDBOX_NODE_FLAGS,
+} from './children.js';
 import { clockAdvance } from './clock.js';
 import { coldStart } from './cold-start.js';
 import { embed } from './embed.js';
@@ -124,6 +132,7 @@ async function main(): Promise<void> {
     timings[name] = Math.round(performance.now() - started) / 1000;
   };
   const build = distFingerprint();
+  const node = ['node', ...SANDBOX_NODE_FLAGS, ...options.sandboxNodeArgs].join(' ');
   if (options.only.has('cold-start'))
     await section('cold-start', async () => {
       figures.push(...(await coldStart(options, log)));
@@ -184,11 +193,11 @@ async function main(): Promise<void> {
       connections: options.connections,
       durationSeconds: options.duration,
       pairsPerEndpoint: options.rounds,
-      sandboxCommand: `node dist/main.js ${SANDBOX_FLAGS.join(' ')}`,
+      sandboxCommand: `${node} dist/main.js ${SANDBOX_FLAGS.join(' ')}`,
       // The scale section runs a sandbox in each mode: the default database file, then --memory.
       scaleSandboxCommands: [
-        `node dist/main.js --data-dir <fresh temporary folder> ${SANDBOX_FLAGS.filter((f) => f !== '--memory').join(' ')}`,
-        `node dist/main.js ${SANDBOX_FLAGS.join(' ')}`,
+        `${node} dist/main.js --data-dir <fresh temporary folder> ${SANDBOX_FLAGS.filter((f) => f !== '--memory').join(' ')}`,
+        `${node} dist/main.js ${SANDBOX_FLAGS.join(' ')}`,
       ],
       ceilingCommand: 'node bench/ceiling.mjs',
       loadGenerator: 'autocannon (programmatic, in the bench process)',

@@ -5,7 +5,8 @@
  * round (ABAB…), so that drift hits them all; each runs the same requests and the figure is the
  * server's CPU (user + system, /proc) over the requests it answered, the median of the rounds.
  *
- *   --config "<node flags>"   a configuration (repeatable; "" is node's defaults); a first word
+ *   --config "<node flags>"   a configuration (repeatable; "" is the benchmark's node flags,
+ *                             SANDBOX_NODE_FLAGS, which a configuration's own follow); a first word
  *                             naming a folder (`/tmp/base/dist`) runs that build's main.js
  *   --rounds <n>              (default 3)
  *   --requests <n>            of each kind, a round (default 10000)
@@ -16,7 +17,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { cpuMillisOf, memoryOf, ROOT, SANDBOX_FLAGS } from './children.js';
+import { cpuMillisOf, memoryOf, ROOT, SANDBOX_FLAGS, SANDBOX_NODE_FLAGS } from './children.js';
 import { createAccount, createShipments, headersFor, round, runLoad } from './load.js';
 
 const { values } = parseArgs({
@@ -52,7 +53,8 @@ function startSandbox(
   const flags = dataDir
     ? ['--data-dir', dataDir, ...SANDBOX_FLAGS.filter((flag) => flag !== '--memory')]
     : SANDBOX_FLAGS;
-  const child = spawn(process.execPath, [...words, resolve(ROOT, build as string, 'main.js'), ...flags], {
+  const nodeFlags = [...SANDBOX_NODE_FLAGS, ...words];
+  const child = spawn(process.execPath, [...nodeFlags, resolve(ROOT, build as string, 'main.js'), ...flags], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'inherit'],
   });

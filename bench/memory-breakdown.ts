@@ -22,7 +22,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { ROOT, SANDBOX_FLAGS } from './children.js';
+import { ROOT, SANDBOX_FLAGS, SANDBOX_NODE_FLAGS } from './children.js';
 import { createAccount, createLabels, createShipments, headersFor, round, runLoad } from './load.js';
 
 const { values } = parseArgs({
@@ -171,6 +171,7 @@ function startSandbox(): Promise<{ child: ChildProcess; url: string; dataDir?: s
   const child = spawn(
     process.execPath,
     [
+      ...SANDBOX_NODE_FLAGS,
       ...(values['node-arg'] as string[]),
       '--require',
       join(ROOT, 'bench/memory-probe.cjs'),

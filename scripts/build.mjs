@@ -6,7 +6,8 @@
  *   no value in CommonJS, so it is given one (`src/build/import-meta-url.ts`).
  * - `dist/main.js`: the launcher that `bin` and `npm start` run (src/launcher.ts), which loads the
  *   bundle through V8's code cache, and `dist/code-cache/`: that cache, made by starting the built
- *   sandbox once (see makeCodeCache). A fresh CI runner or container then starts without compiling.
+ *   sandbox once (see makeCodeCache), for this folder only. A fresh container of the Docker image
+ *   (which runs `dist/` where it was built) then starts without compiling. The package leaves it out.
  * - `dist/render-worker.cjs`: a label render thread (see src/labels/render/pool.ts), CommonJS too.
  * - `dist/index.cjs`, `dist/client.cjs`: the package's entries (`shipping-sandbox`, `shipping-sandbox/client`)
  *   for `require`; `dist/index.js`, `dist/client.js`: the same for `import`, each a one-line ES module
@@ -17,6 +18,8 @@
  * - `dist/dashboard/`: the QA dashboard's browser code (`app.js`, `app.css`) and the API reference's
  *   key bar (`docs.js`, `docs.css`), bundled with Preact as `src/dashboard/ui/build.json` says (the
  *   sandbox bundles the same in memory when it runs from its sources).
+ * - `dist/swagger-ui/`: Swagger UI's files for `/docs`, copied from a development dependency (see
+ *   copySwaggerUi).
  *
  * Heavy renderers stay outside the bundle and load from node_modules on first use; better-sqlite3
  * and workerpool are native or spawn files of their own.
@@ -24,6 +27,7 @@
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
+  copyFileSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
@@ -143,19 +147,41 @@ await build({
   ...JSON.parse(readFileSync('src/dashboard/ui/build.json', 'utf8')),
   outdir: 'dist/dashboard',
 });
+copySwaggerUi();
 
 makeCodeCache();
 
 if (process.argv.includes('--declarations')) emitDeclarations();
 
 /**
+ * Swagger UI's standalone files, which `/docs` serves (src/dashboard/swagger.ts), copied from
+ * `swagger-ui-dist` with its licence, notice and the licences of what its bundle holds. The package
+ * ships this copy so that installing it installs neither `swagger-ui-dist` nor the install-time
+ * analytics (`@scarf/scarf`) that it depends on.
+ */
+function copySwaggerUi() {
+  const from = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
+  const to = join('dist', 'swagger-ui');
+  mkdirSync(to, { recursive: true });
+  for (const name of [
+    'swagger-ui-bundle.js',
+    'swagger-ui-bundle.js.LICENSE.txt',
+    'swagger-ui.css',
+    'LICENSE',
+    'NOTICE',
+  ])
+    copyFileSync(join(from, name), join(to, name));
+}
+
+/**
  * Starts the built command once (in memory, on free loopback ports, with a temporary folder of its
  * own for the certificate) and has the launcher write the code compiled by the time it is ready to
- * `dist/code-cache/`. It holds for this Node version only (V8 refuses it under any other, and the
- * launcher then makes one of its own); without it the sandbox works the same, compiling as it starts.
+ * `dist/code-cache/`. It holds for this folder, this Node version and node's flags of this build
+ * (NODE_OPTIONS: the Dockerfile sets those its image runs with) only; elsewhere the launcher makes one
+ * of its own. Without it the sandbox works the same, compiling as it starts.
  */
 function makeCodeCache() {
-  const target = resolve('dist', 'code-cache', `${bundleHash}-${process.version}-${process.arch}.bin`);
+  const folder = resolve('dist', 'code-cache');
   const scratch = mkdtempSync(join(tmpdir(), 'shipping-sandbox-build-'));
   // The sandbox's own settings in the environment (a port file, a host) are not this run's.
   const env = Object.fromEntries(
@@ -173,13 +199,13 @@ function makeCodeCache() {
           TMPDIR: scratch,
           TMP: scratch,
           TEMP: scratch,
-          SANDBOX_CODE_CACHE_WRITE: target,
+          SANDBOX_CODE_CACHE_WRITE: '1',
         },
         encoding: 'utf8',
         timeout: 60_000,
       },
     );
-    if (run.status !== 0 || !existsSync(target))
+    if (run.status !== 0 || !existsSync(folder) || readdirSync(folder).length === 0)
       process.stderr.write(
         `build: no code cache made (the sandbox will compile as it starts): ${run.error?.message ?? run.stderr}\n`,
       );

@@ -1,14 +1,56 @@
+import type { Logger } from 'pino';
+import type { Db } from './db/database.js';
+import type { Migrations } from './db/migrations.js';
 import type { Router } from './http/router.js';
 import type { DueQueue, JobHandler, JobKind } from './scheduler/queue.js';
+import type { Scheduler } from './scheduler/scheduler.js';
 
 /**
- * What a resource module brings to the sandbox. The wiring keeps one list of them and does the rest:
- * mounts the routes, gives the scheduler the jobs and queues, and asks each module, in reverse order
- * (dependents first), to clear an account for a reset. Adding a resource is a folder that exports one
- * of these and one line in that list.
+ * What the modules offer one another, by name. Each module adds the entry it provides from its own
+ * folder, as Hono's middleware adds to its `ContextVariableMap`:
+ *
+ *   declare module '../module.js' {
+ *     interface Ports { shipments: { service: ShipmentService; store: ShipmentStore } }
+ *   }
+ */
+export interface Ports {
+  /** The sandbox's own operations, which the wiring provides. */
+  sandbox: { resetAccount(accountId: string): void };
+}
+
+/** What a module is built from: the narrow context every module shares. */
+export interface ModuleContext {
+  /** The database every store of the module runs its SQL on. */
+  readonly db: Db;
+  readonly scheduler: Scheduler;
+  readonly logger: Logger;
+  /** The wall clock that account clocks are derived from (tests replace it). */
+  readonly realNow: () => number;
+  /**
+   * The other modules' ports. A module reads one when it uses it, not while it is built, so that it
+   * may use a module listed after it (cancelling a shipment voids its label).
+   */
+  readonly ports: Ports;
+  /** Offers this module's port to the others. */
+  provide<K extends keyof Ports>(name: K, port: Ports[K]): void;
+}
+
+/**
+ * A resource module: a folder that builds its own stores and services from the context and brings
+ * its routes, tables, due work and reset. The wiring keeps one list of them and does the rest:
+ * migrates their tables in list order, mounts the routes, gives the scheduler the jobs and queues,
+ * and asks each module, in reverse order (dependents first), to clear an account for a reset. Adding
+ * a resource is a folder that exports one of these and one line in that list.
  */
 export interface SandboxModule {
   readonly name: string;
+  /** The module's tables, made and changed by these steps (see db/migrations.ts). */
+  readonly migrations?: Migrations;
+  build(context: ModuleContext): ModuleParts;
+}
+
+/** What a built module brings to the sandbox. */
+export interface ModuleParts {
   /** Routes of the API, mounted under `/v1`. */
   readonly api?: Router;
   /** The sandbox's own controls, mounted under `/_sandbox`; they act on the calling key's account. */
@@ -17,8 +59,6 @@ export interface SandboxModule {
   readonly openControls?: Router;
   /** Routes mounted elsewhere, by path (the CDN of pre-signed label URLs). */
   readonly mounts?: Readonly<Record<string, Router>>;
-  /** The tables this module's stores own; no other module writes them. */
-  readonly tables: readonly string[];
   /** Kinds of scheduled job this module runs, each with its handler (and what its pending jobs stand for). */
   readonly jobs?: Readonly<Record<string, JobHandler | JobKind>>;
   /** Due work kept in the module's own tables. */
@@ -28,7 +68,7 @@ export interface SandboxModule {
    * account. Runs inside the reset's transaction.
    */
   reset?(accountId: string): void;
-  /** Runs once the scheduler is ready, before the server listens (work a crash interrupted). */
+  /** Runs once every module is built and the scheduler is ready, before the server listens. */
   start?(): void;
   /**
    * Stops what the module runs of its own, before the database closes. Work already under way may

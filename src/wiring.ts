@@ -3,63 +3,37 @@ import type { MiddlewareHandler } from 'hono';
 import { methodNotAllowed } from 'hono/method-not-allowed';
 import type { Logger } from 'pino';
 import { accountsModule } from './accounts/module.js';
-import { AccountService } from './accounts/service.js';
-import { AccountStore } from './accounts/store.js';
 import { clockModule } from './clock/module.js';
-import { ClockService } from './clock/service.js';
 import { type Config, webhookTargetsOf } from './config/index.js';
-import { clockNow } from './core/clock.js';
-import { toJsonText } from './core/json.js';
-import { CursorCodec } from './core/paging.js';
 import { dashboardModule } from './dashboard/module.js';
 import { type Db, transaction } from './db/database.js';
-import { SettingsStore } from './db/settings.js';
+import { migrateSqlite, type OwnedTables, SETTINGS } from './db/migrations.js';
 import { eventsModule } from './events/module.js';
-import { sampleEventData } from './events/sample-events.js';
-import { EventStore } from './events/store.js';
 import { injectFaults } from './faults/middleware.js';
 import { faultsModule } from './faults/module.js';
-import { FaultStore } from './faults/store.js';
 import { authenticate } from './http/auth.js';
 import { readBody, requireJsonObjectBody } from './http/body.js';
 import type { AppEnv } from './http/context.js';
 import { errorHandler, routeNotFound } from './http/errors.js';
 import { methodNotAllowed as answerMethodNotAllowed } from './http/methods.js';
 import { HEALTH_ROUTE, serveOpenApiDocument } from './http/openapi.js';
-import { RateLimiter, rateLimit } from './http/rate-limit.js';
+import { rateLimit } from './http/rate-limit.js';
 import { requireHttps } from './http/strict-https.js';
-import { RequestJournal } from './journal/journal.js';
 import { journalRequests } from './journal/middleware.js';
 import { journalModule } from './journal/module.js';
-import { LabelFiles } from './labels/files.js';
 import { labelsModule } from './labels/module.js';
-import { createLabelRenderer } from './labels/render/pool.js';
-import { LabelService } from './labels/service.js';
-import { UrlSigner } from './labels/signed-url.js';
-import { LabelStore } from './labels/store.js';
-import type { SandboxModule } from './module.js';
+import type { ModuleContext, Ports, SandboxModule } from './module.js';
 import { ratesModule } from './rates/module.js';
 import { reportModule } from './report/module.js';
-import { ClientObservations } from './report/observations.js';
-import { ReportService } from './report/service.js';
-import { ScenarioCatalog } from './scenarios/catalog.js';
 import type { Scenario } from './scenarios/files.js';
 import { scenariosModule } from './scenarios/module.js';
 import { Scheduler } from './scheduler/scheduler.js';
 import { shipmentsModule } from './shipments/module.js';
-import { ShipmentService } from './shipments/service.js';
-import { ShipmentStore } from './shipments/store.js';
 import { trackingModule } from './tracking/module.js';
-import { TrackingService } from './tracking/service.js';
-import { TrackingStore } from './tracking/store.js';
-import { WebhookDelivery } from './webhooks/delivery.js';
-import { DestinationPolicy } from './webhooks/destinations.js';
 import { webhooksModule } from './webhooks/module.js';
 import { WebhookEventSchema } from './webhooks/payloads.js';
 import { webhookDeliveryDocs } from './webhooks/routes.js';
 import type { ResolveHost } from './webhooks/send.js';
-import { WebhookService } from './webhooks/service.js';
-import { WebhookStore } from './webhooks/store.js';
 
 export const API_VERSION_PREFIX = '/v1';
 
@@ -76,134 +50,82 @@ export interface SandboxParts {
 }
 
 /**
- * The one place where the sandbox is put together: the stores over the database, the services over
- * the stores (each given only what it uses), the list of resource modules, the scheduler and the HTTP
- * app. Nothing imports this file but the server and the tests.
+ * The resource modules, lower ones first: their tables are made in this order, and a module's reset
+ * runs after those of the modules that use it. Each gets the settings it uses.
  */
-export function createSandbox({
-  db,
+function sandboxModules({
   config,
-  logger,
   scenarios,
-  realNow = Date.now,
   resolveHost,
-}: SandboxParts) {
-  const catalog = new ScenarioCatalog(scenarios);
-  const accountStore = new AccountStore(db);
-  const accounts = new AccountService({
-    store: accountStore,
-    clockSpeed: config.clockSpeed,
-    serverRetryLadder: config.webhookRetries,
-    serverEnforcesRateLimits: !config.noRateLimits,
-    checkScenario: (name, field) => catalog.find(name, field),
-    realNow,
-    logger,
-  });
-  const nowOf = (accountId: string) => {
-    const clock = accounts.clockOf(accountId);
-    return clock && clockNow(clock, realNow());
-  };
-  const scheduler = new Scheduler(db, (accountId) => accounts.clockOf(accountId), logger, realNow);
-  const clock = new ClockService({ clocks: accounts, scheduler, realNow, initialSpeed: config.clockSpeed });
-  const events = new EventStore(db);
-  // What the integration report keeps of the client's behaviour, fed by the journal and the label CDN.
-  const observations = new ClientObservations(realNow);
-
-  const shipmentStore = new ShipmentStore(db);
-  const shipments: ShipmentService = new ShipmentService({
-    db,
-    store: shipmentStore,
-    events,
-    cursors: new CursorCodec(new SettingsStore(db).secret('cursor_signing_secret')),
-    voidLabelOnCancel: (actor, shipment) => labels.voidOnCancel(actor, shipment),
-  });
-
-  const labelStore = new LabelStore(db);
-  const labelFiles = new LabelFiles(createLabelRenderer(config.renderThreads));
-  const labels: LabelService = new LabelService({
-    db,
-    store: labelStore,
-    shipments,
-    shipmentStore,
-    events,
-    signer: new UrlSigner(new SettingsStore(db).secret('url_signing_secret')),
-    files: labelFiles,
-    tracking: {
-      start: (actor, label, shipment) => tracking.startDefault(actor, label, shipment),
-      stop: (actor, labelId) => tracking.stop(actor, labelId),
-    },
-    nowOf,
-    noteUrlFetch: (fetch) => observations.noteLabelUrl(fetch),
-  });
-
-  const trackingStore = new TrackingStore(db);
-  const tracking: TrackingService = new TrackingService({
-    db,
-    store: trackingStore,
-    labels: labelStore,
-    shipments: shipmentStore,
-    events,
-    scheduler,
-    scenarios: catalog,
-    defaultScenarioOf: (accountId) => accounts.defaultScenarioOf(accountId),
-    seed: config.seed,
-    logger,
-  });
-
-  const webhookStore = new WebhookStore(db);
-  const destinations = new DestinationPolicy({
-    targets: webhookTargetsOf(config),
-    allowHosts: config.webhookAllowHosts,
-  });
-  const webhooks = new WebhookService({
-    db,
-    store: webhookStore,
-    urlRules: { destinations, allowHttp: config.allowHttpWebhooks },
-  });
-  const delivery = new WebhookDelivery({
-    db,
-    store: webhookStore,
-    scheduler,
-    eventBody: (eventId) => events.body(eventId),
-    retryLadderOf: (accountId) => accounts.retryLadderOf(accountId),
-    timeoutMs: config.webhookTimeoutMs,
-    destinations,
-    resolve: resolveHost,
-    recordTestEvent: (accountId, type, now) =>
-      events.record(accountId, type, toJsonText(sampleEventData(type, now)), now, { announce: false }),
-    realNow,
-    logger,
-  });
-  // The outbox: every event's deliveries are written in the transaction that records it.
-  events.subscribe((event) => delivery.fanOut(event));
-
-  const faults = new FaultStore(db);
-  const journal = new RequestJournal();
-  journal.observe((accountId, request) => observations.noteRequest(accountId, request));
-  const rateLimiter = new RateLimiter();
-  const reports = new ReportService({
-    observations,
-    recentAttempts: (accountId, limit) => webhookStore.recentAttempts(accountId, limit),
-    webhookTimeoutMs: config.webhookTimeoutMs,
-    realNow,
-  });
-
-  /** Lower modules first: a module's reset runs before those of the modules it uses. */
-  const modules: SandboxModule[] = [
-    accountsModule({ accounts, rateLimiter, adminToken: config.adminToken, resetAccount }),
-    clockModule({ clock, scheduler }),
-    eventsModule({ db, events, envelope: WebhookEventSchema }),
-    scenariosModule({ scenarios: catalog }),
+}: Pick<SandboxParts, 'config' | 'scenarios' | 'resolveHost'>): SandboxModule[] {
+  return [
+    accountsModule({
+      clockSpeed: config.clockSpeed,
+      retryLadder: config.webhookRetries,
+      enforceRateLimits: !config.noRateLimits,
+      adminToken: config.adminToken,
+    }),
+    clockModule({ initialSpeed: config.clockSpeed }),
+    eventsModule({ envelope: WebhookEventSchema }),
+    scenariosModule({ scenarios }),
     ratesModule(),
-    shipmentsModule({ shipments, store: shipmentStore }),
-    labelsModule({ labels, store: labelStore, files: labelFiles, cdnUrl: config.cdnUrl }),
-    trackingModule({ tracking, store: trackingStore }),
-    webhooksModule({ webhooks, delivery, store: webhookStore }),
-    faultsModule({ faults }),
-    journalModule({ journal }),
-    reportModule({ reports, observations }),
+    shipmentsModule(),
+    labelsModule({ cdnUrl: config.cdnUrl, renderThreads: config.renderThreads }),
+    trackingModule({ seed: config.seed }),
+    webhooksModule({
+      targets: webhookTargetsOf(config),
+      allowHosts: config.webhookAllowHosts,
+      allowHttp: config.allowHttpWebhooks,
+      timeoutMs: config.webhookTimeoutMs,
+      resolveHost,
+    }),
+    faultsModule(),
+    journalModule(),
+    reportModule({ webhookTimeoutMs: config.webhookTimeoutMs }),
     dashboardModule(),
   ];
+}
+
+/** Each owner's tables and their migrations, in the order they are made: the database layer's, then the modules'. */
+function schemaOf(modules: readonly SandboxModule[]): OwnedTables[] {
+  return [SETTINGS, ...modules.flatMap(({ name, migrations }) => (migrations ? [{ name, migrations }] : []))];
+}
+
+/** The sandbox's tables, for tools and tests that open its database without serving it. */
+export const sandboxSchema = (config: Config): OwnedTables[] =>
+  schemaOf(sandboxModules({ config, scenarios: new Map() }));
+
+/**
+ * The one place where the sandbox is put together: the modules, built in order from one context
+ * (the database, the scheduler, the clock, and the ports through which they use one another), the
+ * API's prelude from the few ports it needs, and the HTTP app. Nothing imports this file but the
+ * server and the tests.
+ */
+export function createSandbox(parts: SandboxParts) {
+  const { db, config, logger, realNow = Date.now } = parts;
+  const definitions = sandboxModules(parts);
+  const schema = schemaOf(definitions);
+  migrateSqlite(db, schema);
+
+  const ports = {} as Ports;
+  const scheduler = new Scheduler(
+    db,
+    (accountId) => ports.accounts.service.clockOf(accountId),
+    logger,
+    realNow,
+  );
+  const context: ModuleContext = {
+    db,
+    scheduler,
+    logger,
+    realNow,
+    ports,
+    provide: (name, port) => {
+      ports[name] = port;
+    },
+  };
+  context.provide('sandbox', { resetAccount });
+  const modules = definitions.map((definition) => ({ name: definition.name, ...definition.build(context) }));
 
   for (const module of modules) {
     for (const [kind, handler] of Object.entries(module.jobs ?? {})) scheduler.register(kind, handler);
@@ -221,6 +143,7 @@ export function createSandbox({
     });
   }
 
+  const accounts = ports.accounts.service;
   accounts.seedDefaultAccount();
 
   const app = new OpenAPIHono<AppEnv>();
@@ -232,7 +155,7 @@ export function createSandbox({
   // Outside the 405 below, so that the journal notes the answer the client got.
   app.use(
     `${API_VERSION_PREFIX}/*`,
-    journalRequests(journal, { realNow, revokedKeyOf: (key) => accounts.revokedKeyOf(key) }),
+    journalRequests(ports.journal.journal, { realNow, revokedKeyOf: (key) => accounts.revokedKeyOf(key) }),
   );
   app.use(methodNotAllowed({ app, onMethodNotAllowed: answerMethodNotAllowed }));
 
@@ -248,8 +171,8 @@ export function createSandbox({
     ...(config.strictHttps ? [requireHttps(config)] : []),
     readBody,
     auth,
-    rateLimit(rateLimiter, (caller) => accounts.limitsOf(caller), realNow),
-    injectFaults(faults),
+    rateLimit(ports.accounts.rateLimiter, (caller) => accounts.limitsOf(caller), realNow),
+    injectFaults(ports.faults.store),
     requireJsonObjectBody,
   );
   app.use('/_sandbox/*', readBody);
@@ -295,24 +218,34 @@ export function createSandbox({
     app,
     db,
     modules,
+    /** Each owner's tables and their migrations, in the order they are made. */
+    schema,
     scheduler,
+    ports,
     /** For the server's banner and for tests that reach below the API. */
-    services: { accounts, clock, shipments, labels, tracking, webhooks, delivery },
-    stores: {
-      accounts: accountStore,
-      events,
-      labels: labelStore,
-      shipments: shipmentStore,
-      webhooks: webhookStore,
+    services: {
+      accounts,
+      clock: ports.clock.service,
+      shipments: ports.shipments.service,
+      labels: ports.labels.service,
+      tracking: ports.tracking.service,
+      webhooks: ports.webhooks.service,
+      delivery: ports.webhooks.delivery,
     },
-    labelFiles,
+    stores: {
+      accounts: ports.accounts.store,
+      events: ports.events.store,
+      labels: ports.labels.store,
+      shipments: ports.shipments.store,
+      webhooks: ports.webhooks.store,
+    },
+    labelFiles: ports.labels.files,
     resetAccount,
     /** Resumes interrupted work and starts the scheduler; everything overdue runs before it resolves. */
     async start(): Promise<void> {
       for (const module of modules) module.start?.();
       await scheduler.start();
     },
-    /** Stops the scheduler and what the modules run; the caller closes the database. */
     /**
      * Stops the scheduler and what the modules run; the caller closes the database. Webhook sends on
      * the wire may finish until `deadline` (`performance.now()` milliseconds), then are cut off (and

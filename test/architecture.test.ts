@@ -2,6 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import Database from 'better-sqlite3';
 import { cruise, type ICruiseResult, type IForbiddenRuleType } from 'dependency-cruiser';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createTestSandbox } from './helpers.js';
@@ -93,12 +94,17 @@ describe('the import rules', () => {
         "import type { Label } from '../../client/types.js';\nimport { createClient } from '../../client/index.js';\nexport type L = Label;\nexport const c = createClient;\n",
       'src/client/types.ts': 'export type Label = { id: string };\n',
       'src/dashboard/module.ts': "import { a } from './ui/app.js';\nexport const m = a;\n",
+      // A new resource, named nowhere in the rules: it may stand on the ground alone.
+      'src/parcels/service.ts': "import { x } from '../shipments/store.js';\nexport const p = x;\n",
+      // A resource's schema that takes zod from the framework instead of the core.
+      'src/events/schema.ts': "import { z } from '@hono/zod-openapi';\nexport const s = z;\n",
       'tsconfig.json': '{"compilerOptions":{"module":"NodeNext","moduleResolution":"NodeNext"}}\n',
       'package.json': '{"type":"module"}\n',
     });
-    // Hono as the fixture tree sees it: resolved from this project's node_modules.
+    // Hono and its packages as the fixture tree sees them: resolved from this project's node_modules.
     mkdirSync(join(fixtures, 'node_modules'), { recursive: true });
     symlinkSync(join(process.cwd(), 'node_modules', 'hono'), join(fixtures, 'node_modules', 'hono'));
+    symlinkSync(join(process.cwd(), 'node_modules', '@hono'), join(fixtures, 'node_modules', '@hono'));
 
     const result = await cruiseTree('src', fixtures);
     const names = new Set(result.summary.violations.map((v) => v.rule.name));
@@ -106,9 +112,11 @@ describe('the import rules', () => {
       'core-is-the-ground',
       'http-uses-only-the-core',
       'logic-knows-no-framework',
+      'new-resources-import-only-the-ground',
       'no-circular',
       'nothing-imports-the-wiring',
       'only-the-wiring-reads-the-config',
+      'resources-import-what-they-declare',
       'the-browser-code-stands-alone',
       'the-client-stands-alone',
       'the-server-leaves-the-browser-code-alone',
@@ -133,19 +141,45 @@ describe('the import rules', () => {
         /^core-is-the-ground: src\/core\/ids.ts -> .*node_modules\/hono\//.test(v),
       ),
     ).toBe(true);
+    expect(violations(result)).toContain(
+      'new-resources-import-only-the-ground: src/parcels/service.ts -> src/shipments/store.ts',
+    );
+    // shipments/ declares events, rates and addresses, not labels (it reaches labels through a port).
+    expect(violations(result)).toContain(
+      'resources-import-what-they-declare: src/shipments/store.ts -> src/labels/service.ts',
+    );
+    expect(
+      violations(result).some((v) =>
+        /^logic-knows-no-framework: src\/events\/schema.ts -> .*node_modules\/@hono\//.test(v),
+      ),
+    ).toBe(true);
     expect(folderCycles(result)).toContainEqual(['labels', 'shipments']);
   });
 });
 
 describe('the modules', () => {
-  it("own every table between them, each table once (the settings and account keys are the database layer's)", () => {
+  it("make every table between them, each table by one owner's migrations (the settings are the database layer's)", () => {
     const sandbox = createTestSandbox();
-    const owned = sandbox.modules.flatMap((module) => module.tables);
+    const tablesOf = (db: Database.Database) =>
+      db
+        .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+        .pluck()
+        .all() as string[];
+    // The owners' steps, one owner at a time, into an empty database: what each adds is its own.
+    const fresh = new Database(':memory:');
+    const owners = new Map<string, string[]>();
+    for (const owner of sandbox.schema) {
+      const before = new Set(tablesOf(fresh));
+      for (const step of owner.migrations.sqlite) fresh.exec(step);
+      owners.set(
+        owner.name,
+        tablesOf(fresh).filter((table) => !before.has(table)),
+      );
+    }
+    expect(owners.get('settings')).toEqual(['settings']);
+    expect(owners.get('shipments')?.sort()).toEqual(['shipment_counts', 'shipments']);
+    const owned = [...owners.values()].flat();
     expect(owned.length).toBe(new Set(owned).size);
-    const tables = sandbox.db
-      .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
-      .pluck()
-      .all() as string[];
-    expect([...owned, 'settings', 'account_keys'].sort()).toEqual(tables.sort());
+    expect([...owned, 'schema_versions'].sort()).toEqual(tablesOf(sandbox.db).sort());
   });
 });

@@ -9,13 +9,14 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { testConfig } from '../src/config/index.js';
 import { isDiskFull, storageFailure } from '../src/core/storage-errors.js';
 import { formatTimestamp, MINUTE } from '../src/core/time.js';
-import { type Db, openDatabase } from '../src/db/database.js';
+import type { Db } from '../src/db/database.js';
 import { loadScenarios, scenarioDirectories } from '../src/scenarios/files.js';
 import { createSandbox } from '../src/wiring.js';
 import {
   capturingLogger,
   DEFAULT_KEY,
   expectError,
+  openMigratedDatabase,
   PARCEL,
   shipmentRequest,
   US_DESTINATION,
@@ -46,7 +47,7 @@ afterEach(async () => {
  */
 function fileSandbox(dir = mkdtempSync(join(tmpdir(), 'sandbox-disk-full-'))) {
   dirs.push(dir);
-  const db = openDatabase(join(dir, 'sandbox.db'));
+  const db = openMigratedDatabase(join(dir, 'sandbox.db'));
   const wall = { now: T0 };
   const { logger, lines } = capturingLogger();
   const sandbox = createSandbox({
@@ -147,7 +148,7 @@ describe('telling failures apart', () => {
   it('knows a full disk, a busy database and a bug by the errors SQLite really raises', () => {
     const dir = mkdtempSync(join(tmpdir(), 'sandbox-errors-'));
     dirs.push(dir);
-    const db = openDatabase(join(dir, 'sandbox.db'));
+    const db = openMigratedDatabase(join(dir, 'sandbox.db'));
     const other = new Database(join(dir, 'sandbox.db'), { timeout: 0 });
     try {
       db.pragma('busy_timeout = 0');

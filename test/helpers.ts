@@ -4,13 +4,21 @@ import { expect } from 'vitest';
 import { DEFAULT_ACCOUNT } from '../src/accounts/default-account.js';
 import { type Config, testConfig } from '../src/config/index.js';
 import { openDatabase } from '../src/db/database.js';
+import { migrateSqlite } from '../src/db/migrations.js';
 import { loadScenarios, scenarioDirectories } from '../src/scenarios/files.js';
-import { createSandbox, type SandboxParts } from '../src/wiring.js';
+import { createSandbox, type SandboxParts, sandboxSchema } from '../src/wiring.js';
 
 export const DEFAULT_KEY = DEFAULT_ACCOUNT.api_key.value;
 
 /** Loaded once per test file: every sandbox of the file shares them. */
 const BUILTIN_SCENARIOS = loadScenarios(scenarioDirectories(undefined));
+
+/** A database as a sandbox leaves it: opened, and its tables made (or brought up to date). */
+export function openMigratedDatabase(location: string) {
+  const db = openDatabase(location);
+  migrateSqlite(db, sandboxSchema(testConfig()));
+  return db;
+}
 
 /** A logger whose lines tests can read. */
 export function capturingLogger() {
@@ -82,7 +90,7 @@ export function createTestSandbox(
     return response.json as { id: string; carrier: string; rate: { amount: string; currency: string } };
   }
 
-  const { stores, services, scheduler, modules } = sandbox;
+  const { stores, services, scheduler, modules, schema } = sandbox;
   return {
     app,
     db,
@@ -90,6 +98,7 @@ export function createTestSandbox(
     services,
     scheduler,
     modules,
+    schema,
     config,
     wall,
     logLines: lines,

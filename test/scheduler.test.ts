@@ -9,13 +9,13 @@ import { AccountStore } from '../src/accounts/store.js';
 import { testConfig } from '../src/config/index.js';
 import { chainedId } from '../src/core/ids.js';
 import { DAY, formatTimestamp, HOUR, MINUTE } from '../src/core/time.js';
-import { type Db, openDatabase } from '../src/db/database.js';
+import type { Db } from '../src/db/database.js';
 import { loadScenarios, scenarioDirectories } from '../src/scenarios/files.js';
 import { FINISHED_JOB_RETENTION_MS } from '../src/scheduler/purge.js';
 import type { Job, JobOutcome } from '../src/scheduler/queue.js';
 import { Scheduler } from '../src/scheduler/scheduler.js';
 import { createSandbox, type Sandbox } from '../src/wiring.js';
-import { capturingLogger } from './helpers.js';
+import { capturingLogger, openMigratedDatabase } from './helpers.js';
 
 const T0 = Date.UTC(2026, 10, 22, 8, 0, 0);
 const ACCOUNT = DEFAULT_ACCOUNT.id;
@@ -23,7 +23,7 @@ const KIND = 'test.job';
 
 /** A scheduler over a fresh database (`:memory:` unless a file is given) with the default account and a second one. */
 function setup(location = ':memory:') {
-  const db = openDatabase(location);
+  const db = openMigratedDatabase(location);
   const accounts = new AccountStore(db);
   const wall = { now: T0 };
   const { logger, lines } = capturingLogger();
@@ -289,7 +289,7 @@ describe('advanceClock', () => {
     const wall = { now: T0 };
     const config = testConfig();
     const state = createSandbox({
-      db: openDatabase(':memory:'),
+      db: openMigratedDatabase(':memory:'),
       config,
       logger: capturingLogger().logger,
       scenarios: loadScenarios(scenarioDirectories(undefined)),
@@ -349,7 +349,7 @@ describe('the durable scheduler across a restart', () => {
 
   function openState(file: string, wall: { now: number }) {
     const config = testConfig();
-    const db = openDatabase(file);
+    const db = openMigratedDatabase(file);
     const state = createSandbox({
       db,
       config,

@@ -9,8 +9,7 @@ import { DEFAULT_ACCOUNT } from '../src/accounts/default-account.js';
 import { testConfig } from '../src/config/index.js';
 import { FragmentCodec } from '../src/core/fragments.js';
 import { END_OF_TIME } from '../src/core/time.js';
-import { openDatabase } from '../src/db/database.js';
-import { MIGRATIONS } from '../src/db/migrations.js';
+import { LEGACY_MIGRATIONS } from '../src/db/legacy-migrations.js';
 import { type RunningSandbox, startServer } from '../src/server.js';
 import { packShipmentBody, unpackShipmentBody } from '../src/shipments/body-packing.js';
 import type { ShipmentStatus } from '../src/shipments/schema.js';
@@ -18,6 +17,7 @@ import { presentShipment, type ShipmentRecord, ShipmentStore } from '../src/ship
 import {
   createTestSandbox,
   DEFAULT_KEY,
+  openMigratedDatabase,
   PARCEL,
   shipmentRequest,
   type TestSandbox,
@@ -199,7 +199,7 @@ describe('the migration that keeps JSON with each shipment', () => {
     for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
   });
 
-  const KEEPS_JSON = MIGRATIONS.findIndex((sql) =>
+  const KEEPS_JSON = LEGACY_MIGRATIONS.findIndex((sql) =>
     sql.includes('ALTER TABLE shipments ADD COLUMN body TEXT'),
   );
 
@@ -236,7 +236,7 @@ describe('the migration that keeps JSON with each shipment', () => {
   function oldDatabase(file: string) {
     const db = new Database(file);
     db.pragma('foreign_keys = ON');
-    for (const migration of MIGRATIONS.slice(0, KEEPS_JSON)) db.exec(migration);
+    for (const migration of LEGACY_MIGRATIONS.slice(0, KEEPS_JSON)) db.exec(migration);
     db.pragma(`user_version = ${KEEPS_JSON}`);
     db.prepare(
       `INSERT INTO accounts (id, name, plan, created_at, clock_anchor_real, clock_anchor_virtual, clock_speed)
@@ -317,9 +317,9 @@ describe('the migration that keeps JSON with each shipment', () => {
     const counts = old.prepare('SELECT * FROM shipment_counts ORDER BY status').all();
     old.close();
 
-    const db = openDatabase(file);
+    const db = openMigratedDatabase(file);
     try {
-      expect(db.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length);
+      expect(db.pragma('user_version', { simple: true })).toBe(LEGACY_MIGRATIONS.length + 1);
       const store = new ShipmentStore(db);
       for (const [id, text] of before) expect(store.findJson(DEFAULT_ACCOUNT.id, id), id).toBe(text);
       expect(before.size).toBe(OLD_ROWS.length);

@@ -5,15 +5,15 @@ import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { newId } from '../src/core/ids.js';
 import { CursorCodec } from '../src/core/paging.js';
-import { type Db, MEMORY_PAGE_CACHE_KIB, MEMORY_PAGE_SIZE, openDatabase } from '../src/db/database.js';
-import { MIGRATIONS } from '../src/db/migrations.js';
+import { type Db, MEMORY_PAGE_CACHE_KIB, MEMORY_PAGE_SIZE } from '../src/db/database.js';
+import { LEGACY_MIGRATIONS } from '../src/db/legacy-migrations.js';
 import { packBody, packEnvelope, storedBody, unpackBody } from '../src/events/packing.js';
 import { EVENT_TYPES } from '../src/events/schema.js';
 import { EventStore } from '../src/events/store.js';
 import type { ShipmentList } from '../src/shipments/schema.js';
 import { ShipmentService } from '../src/shipments/service.js';
 import { ShipmentStore } from '../src/shipments/store.js';
-import { createTestSandbox, PARCEL, US_DESTINATION, US_ORIGIN } from './helpers.js';
+import { createTestSandbox, openMigratedDatabase, PARCEL, US_DESTINATION, US_ORIGIN } from './helpers.js';
 
 const T0 = Date.UTC(2026, 10, 22, 8, 0, 0);
 
@@ -264,7 +264,7 @@ describe('schema 7 (smaller indexes)', () => {
   }
 
   it('lists newest first through an index, for every filter, with and without a cursor', () => {
-    const db = openDatabase(':memory:');
+    const db = openMigratedDatabase(':memory:');
     const { accountId, store } = seedShipments(db, 3_000);
     const prepared: string[] = [];
     const prepare = db.prepare.bind(db);
@@ -330,7 +330,7 @@ describe('schema 7 (smaller indexes)', () => {
   });
 
   it('fills index pages as shipments and events are added in time order', () => {
-    const db = openDatabase(':memory:');
+    const db = openMigratedDatabase(':memory:');
     const { accountId } = seedShipments(db, 5_000);
     const insertEvent = db.prepare(
       "INSERT INTO events (id, account_id, type, created_at, body) VALUES (?, ?, 'shipment.created', ?, '{}')",
@@ -350,16 +350,16 @@ describe('schema 7 (smaller indexes)', () => {
 
   it('uses the default 4 KiB pages in memory (memdb copies changed pages at each commit) and in a file', () => {
     expect(MEMORY_PAGE_SIZE).toBe(4096);
-    expect(openDatabase(':memory:').pragma('page_size', { simple: true })).toBe(4096);
+    expect(openMigratedDatabase(':memory:').pragma('page_size', { simple: true })).toBe(4096);
     const dir = mkdtempSync(join(tmpdir(), 'sandbox-storage-'));
     dirs.push(dir);
-    const file = openDatabase(join(dir, 'sandbox.db'));
+    const file = openMigratedDatabase(join(dir, 'sandbox.db'));
     expect(file.pragma('page_size', { simple: true })).toBe(4096);
     file.close();
   });
 
   it('keeps an in-memory database whole past its bounded page cache, and rolls back', () => {
-    const db = openDatabase(':memory:');
+    const db = openMigratedDatabase(':memory:');
     expect(db.pragma('cache_size', { simple: true })).toBe(-MEMORY_PAGE_CACHE_KIB);
     expect(db.pragma('journal_mode', { simple: true })).toBe('memory');
     db.exec('CREATE TABLE blobs (n INTEGER PRIMARY KEY, data BLOB NOT NULL)');
@@ -389,7 +389,7 @@ describe('schema 7 (smaller indexes)', () => {
     dirs.push(dir);
     const file = join(dir, 'sandbox.db');
     const old = new Database(file);
-    for (const migration of MIGRATIONS.slice(0, 6)) old.exec(migration);
+    for (const migration of LEGACY_MIGRATIONS.slice(0, 6)) old.exec(migration);
     old.pragma('user_version = 6');
     const { accountId } = seedOldShipments(old, 50);
     const body = '{"id":"evt_old","event":"shipment.created","created_at":"2026-11-22T08:00:00Z","data":{}}';
@@ -400,9 +400,9 @@ describe('schema 7 (smaller indexes)', () => {
       .run(accountId, T0, body);
     old.close();
 
-    const db = openDatabase(file);
+    const db = openMigratedDatabase(file);
     try {
-      expect(db.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length);
+      expect(db.pragma('user_version', { simple: true })).toBe(LEGACY_MIGRATIONS.length + 1);
       expect(db.prepare('SELECT count(*) FROM shipments').pluck().get()).toBe(50);
       expect(new EventStore(db).body('evt_old')).toBe(body);
       const definition = (name: string) =>
@@ -429,7 +429,7 @@ describe('schema 16 (account keys, packed shipment bodies)', () => {
   function schema15(file: string) {
     const db = new Database(file);
     db.pragma('foreign_keys = ON');
-    for (const migration of MIGRATIONS.slice(0, 15)) db.exec(migration);
+    for (const migration of LEGACY_MIGRATIONS.slice(0, 15)) db.exec(migration);
     db.pragma('user_version = 15');
     const accounts = ['acct_a', 'acct_b', 'acct_c'];
     for (const id of accounts) {
@@ -478,9 +478,9 @@ describe('schema 16 (account keys, packed shipment bodies)', () => {
     const file = join(dir, 'sandbox.db');
     const { bodies, counts } = schema15(file);
 
-    const db = openDatabase(file);
+    const db = openMigratedDatabase(file);
     try {
-      expect(db.pragma('user_version', { simple: true })).toBe(MIGRATIONS.length);
+      expect(db.pragma('user_version', { simple: true })).toBe(LEGACY_MIGRATIONS.length + 1);
       const keys = db.prepare('SELECT account_id, key FROM account_keys ORDER BY key').all();
       expect(keys).toEqual([
         { account_id: 'acct_a', key: 1 },
@@ -543,7 +543,7 @@ describe('schema 16 (account keys, packed shipment bodies)', () => {
   });
 
   it("gives each new account a key of its own, and a row written without one its account's", () => {
-    const db = openDatabase(':memory:');
+    const db = openMigratedDatabase(':memory:');
     const insertAccount = db.prepare(
       `INSERT INTO accounts (id, name, plan, created_at, clock_anchor_real, clock_anchor_virtual, clock_speed)
        VALUES (?, 'n', 'growth', ?, ?, ?, 1)`,
@@ -579,7 +579,7 @@ describe('schema 16 (account keys, packed shipment bodies)', () => {
   });
 
   it('stores new shipment bodies packed, and reads them back as written', () => {
-    const db = openDatabase(':memory:');
+    const db = openMigratedDatabase(':memory:');
     db.prepare(
       `INSERT INTO accounts (id, name, plan, created_at, clock_anchor_real, clock_anchor_virtual, clock_speed)
        VALUES ('acct_p', 'p', 'growth', ?, ?, ?, 1)`,
@@ -610,7 +610,7 @@ describe('schema 16 (account keys, packed shipment bodies)', () => {
 
 describe('foreign keys', () => {
   it('each have an index on their column, so deleting a parent never scans a whole table per row', () => {
-    const db = openDatabase(':memory:');
+    const db = openMigratedDatabase(':memory:');
     const tables = db
       .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
       .pluck()

@@ -8,7 +8,7 @@ import { type Config, testConfig } from '../src/config/index.js';
 import { chainedId, newId } from '../src/core/ids.js';
 import { formatTimestamp, HOUR, SECOND } from '../src/core/time.js';
 import { type Db, openDatabase } from '../src/db/database.js';
-import { MIGRATIONS } from '../src/db/migrations.js';
+import { LEGACY_MIGRATIONS } from '../src/db/legacy-migrations.js';
 import type { Scenario } from '../src/scenarios/files.js';
 import { loadScenarios, scenarioDirectories } from '../src/scenarios/files.js';
 import { planTimeline, type TimelineStep } from '../src/tracking/timeline.js';
@@ -341,11 +341,11 @@ describe('a data directory from before chains', () => {
   });
 
   it('upgrades with the migration that adds the plans, leaving every job as it was', () => {
-    const at = MIGRATIONS.findIndex((migration) => migration.includes('CREATE TABLE tracking_plans'));
+    const at = LEGACY_MIGRATIONS.findIndex((migration) => migration.includes('CREATE TABLE tracking_plans'));
     expect(at).toBeGreaterThan(2);
     const db = new Database(':memory:');
     db.pragma('foreign_keys = ON');
-    for (const migration of MIGRATIONS.slice(0, at)) db.exec(migration);
+    for (const migration of LEGACY_MIGRATIONS.slice(0, at)) db.exec(migration);
     db.exec(`
       INSERT INTO accounts (id, name, plan, created_at, clock_anchor_real, clock_anchor_virtual, clock_speed)
         VALUES ('acct_1', 'A', 'growth', 0, 0, 0, 1);
@@ -354,7 +354,7 @@ describe('a data directory from before chains', () => {
         ('job_2', 'acct_1', 'tracking.step', 'lbl_1', '{"labelId":"lbl_1","index":2}', 2000, 'pending', 0);
     `);
     const jobs = db.prepare('SELECT * FROM jobs ORDER BY seq').all();
-    db.exec(MIGRATIONS[at] as string);
+    db.exec(LEGACY_MIGRATIONS[at] as string);
     expect(db.prepare('SELECT * FROM jobs ORDER BY seq').all()).toEqual(jobs);
     db.prepare('INSERT INTO tracking_plans (seed, scenario) VALUES (?, ?)').run(
       'fixed',

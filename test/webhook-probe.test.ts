@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { MIGRATIONS } from '../src/db/migrations.js';
+import { LEGACY_MIGRATIONS } from '../src/db/legacy-migrations.js';
 import { signedBy, startAnsweringReceiver } from './answering-receiver.js';
 import { createTestSandbox, expectError, type TestSandbox } from './helpers.js';
 
@@ -147,7 +147,7 @@ describe('migration 11', () => {
   it('keeps every attempt as it was, not a probe, and takes only the two kinds of probe', () => {
     const db = new Database(':memory:');
     db.pragma('foreign_keys = ON');
-    for (const migration of MIGRATIONS.slice(0, 10)) db.exec(migration);
+    for (const migration of LEGACY_MIGRATIONS.slice(0, 10)) db.exec(migration);
     db.exec(`
       INSERT INTO accounts (id, name, plan, created_at, clock_anchor_real, clock_anchor_virtual, clock_speed)
         VALUES ('acct_1', 'A', 'growth', 0, 0, 0, 1);
@@ -159,7 +159,7 @@ describe('migration 11', () => {
         VALUES ('dlv_1', 'acct_1', 'wh_1', 'evt_1', 'shipment.created', 0, 'succeeded', 1000, 1000, 200);
     `);
     const before = db.prepare('SELECT * FROM webhook_attempts').get() as object;
-    db.exec(MIGRATIONS[10] as string);
+    db.exec(LEGACY_MIGRATIONS[10] as string);
     expect(db.prepare('SELECT * FROM webhook_attempts').get()).toEqual({
       ...before,
       probe: null,

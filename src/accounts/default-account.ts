@@ -1,5 +1,5 @@
-import { z } from 'zod';
 import { readJsonFixture } from '../core/fixtures.js';
+import { z } from '../core/zod.js';
 import { PLANS } from './plans.js';
 
 const DefaultAccountFixture = z.object({

@@ -1,34 +1,60 @@
-import type { RateLimiter } from '../http/rate-limit.js';
+import { RateLimiter } from '../http/rate-limit.js';
 import type { SandboxModule } from '../module.js';
+import { ACCOUNTS_MIGRATIONS } from './migrations.js';
 import { accountCountPrefix, keyCountPrefix } from './plans.js';
 import { accountControlRoutes, accountCreationRoutes } from './sandbox-routes.js';
-import type { AccountService } from './service.js';
+import { AccountService } from './service.js';
+import { AccountStore } from './store.js';
+
+declare module '../module.js' {
+  interface Ports {
+    accounts: { service: AccountService; store: AccountStore; rateLimiter: RateLimiter };
+  }
+}
 
 /**
  * Accounts and their keys. A reset keeps both (and the account's settings); it forgets the rate
  * limiter's counts of the account and of its keys. Keys' last-used times are written in the
  * background while the server runs.
  */
-export function accountsModule(deps: {
-  accounts: AccountService;
-  rateLimiter: RateLimiter;
+export function accountsModule(settings: {
+  /** The speed new accounts' clocks start at (`--clock-speed`). */
+  clockSpeed: number;
+  /** The server's webhook retry ladder (`--webhook-retries`). */
+  retryLadder: readonly number[];
+  /** False with `--no-rate-limits`. */
+  enforceRateLimits: boolean;
   adminToken: string | undefined;
-  resetAccount: (accountId: string) => void;
 }): SandboxModule {
-  const { accounts, rateLimiter } = deps;
   return {
     name: 'accounts',
-    tables: ['accounts', 'api_keys'],
-    openControls: accountCreationRoutes(accounts, deps.adminToken),
-    controls: accountControlRoutes(accounts, deps.resetAccount),
-    reset(accountId) {
-      rateLimiter.forget([
-        accountCountPrefix(accountId),
-        ...accounts.keys(accountId).map((key) => keyCountPrefix(key.id)),
-      ]);
+    migrations: ACCOUNTS_MIGRATIONS,
+    build({ db, realNow, logger, ports, provide }) {
+      const store = new AccountStore(db);
+      const rateLimiter = new RateLimiter();
+      const service = new AccountService({
+        store,
+        clockSpeed: settings.clockSpeed,
+        serverRetryLadder: settings.retryLadder,
+        serverEnforcesRateLimits: settings.enforceRateLimits,
+        checkScenario: (name, field) => ports.scenarios.catalog.find(name, field),
+        realNow,
+        logger,
+      });
+      provide('accounts', { service, store, rateLimiter });
+      return {
+        openControls: accountCreationRoutes(service, settings.adminToken),
+        controls: accountControlRoutes(service, (accountId) => ports.sandbox.resetAccount(accountId)),
+        reset(accountId) {
+          rateLimiter.forget([
+            accountCountPrefix(accountId),
+            ...service.keys(accountId).map((key) => keyCountPrefix(key.id)),
+          ]);
+        },
+        start: () => service.start(),
+        // The server closes the database after this: the last-used times still in memory are written now.
+        close: async () => service.close(),
+      };
     },
-    start: () => accounts.start(),
-    // The server closes the database after this: the last-used times still in memory are written now.
-    close: async () => accounts.close(),
   };
 }

@@ -1,7 +1,7 @@
-import { z } from '@hono/zod-openapi';
 import { SCOPES } from '../core/actor.js';
 import { MAX_RETRIES } from '../core/duration.js';
 import { TimestampSchema } from '../core/schemas.js';
+import { z } from '../core/zod.js';
 import { PLANS } from './plans.js';
 
 export const CreateAccountSchema = z

@@ -1,4 +1,4 @@
-import { z } from '@hono/zod-openapi';
+import { z } from '../core/zod.js';
 
 /**
  * The addresses and the parcel that every quote and every shipment take: their shapes and their

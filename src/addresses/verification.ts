@@ -8,9 +8,9 @@
 // codes alone are all that is needed here.
 import countries from 'i18n-iso-countries/index.js';
 import { postcodeValidator, postcodeValidatorExistsForCountry } from 'postcode-validator';
-import { z } from 'zod';
 import { ApiError } from '../core/errors.js';
 import { readJsonFixture } from '../core/fixtures.js';
+import { z } from '../core/zod.js';
 import type { Address } from './schema.js';
 
 const US_STATE_CODES = [

@@ -7225,6 +7225,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description Refused: `no_active_label` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "no_active_label";
+                        };
+                    };
+                };
+            };
             /** @description Unexpected error: `internal_error` */
             500: {
                 headers: {

@@ -1,20 +1,52 @@
+import { clockNow } from '../core/clock.js';
 import type { SandboxModule } from '../module.js';
-import type { Scheduler } from '../scheduler/scheduler.js';
+import { JOBS_MIGRATIONS } from '../scheduler/migrations.js';
 import { clockRoutes } from './sandbox-routes.js';
-import type { ClockService } from './service.js';
+import { ClockService } from './service.js';
+
+declare module '../module.js' {
+  interface Ports {
+    clock: {
+      service: ClockService;
+      /** The instant an account's clock reads now; undefined for no such account. */
+      nowOf(accountId: string): number | undefined;
+    };
+  }
+}
 
 /**
- * The account clocks' controls and the scheduler's own jobs. A reset deletes the account's jobs and
- * puts its clock back at real time.
+ * The account clocks' controls and the scheduler's own jobs (their table is this module's). A reset
+ * deletes the account's jobs and puts its clock back at real time.
  */
-export function clockModule(deps: { clock: ClockService; scheduler: Scheduler }): SandboxModule {
+export function clockModule(settings: { initialSpeed: number }): SandboxModule {
   return {
     name: 'clock',
-    tables: ['jobs'],
-    controls: clockRoutes(deps.clock, deps.scheduler),
-    reset(accountId) {
-      deps.scheduler.deleteAccount(accountId);
-      deps.clock.restart(accountId);
+    migrations: JOBS_MIGRATIONS,
+    build({ scheduler, realNow, ports, provide }) {
+      const clocks = () => ports.accounts.service;
+      const service = new ClockService({
+        clocks: {
+          clockOf: (id) => clocks().clockOf(id),
+          saveClock: (id, clock) => clocks().saveClock(id, clock),
+        },
+        scheduler,
+        realNow,
+        initialSpeed: settings.initialSpeed,
+      });
+      provide('clock', {
+        service,
+        nowOf(accountId) {
+          const clock = clocks().clockOf(accountId);
+          return clock && clockNow(clock, realNow());
+        },
+      });
+      return {
+        controls: clockRoutes(service, scheduler),
+        reset(accountId) {
+          scheduler.deleteAccount(accountId);
+          service.restart(accountId);
+        },
+      };
     },
   };
 }

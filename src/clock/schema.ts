@@ -1,6 +1,6 @@
-import { z } from '@hono/zod-openapi';
 import { MAX_CLOCK_SPEED } from '../core/clock.js';
 import { limitParam, TimestampSchema } from '../core/schemas.js';
+import { z } from '../core/zod.js';
 
 export const ClockSchema = z
   .object({ now: TimestampSchema, speed: z.number(), frozen: z.boolean() })

@@ -1,5 +1,5 @@
-import { z } from 'zod';
 import { MAX_RETRIES, RETRY_DELAY_RULE, retryDelayMillis } from '../core/duration.js';
+import { z } from '../core/zod.js';
 import { booleanText, durationText, hostNames, LOG_LEVELS, port } from './values.js';
 
 /**

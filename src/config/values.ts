@@ -1,5 +1,5 @@
-import { z } from 'zod';
 import { durationMillis } from '../core/duration.js';
+import { z } from '../core/zod.js';
 
 /** The values settings take, from a flag's or a variable's text: each parsed, or refused with a reason. */
 

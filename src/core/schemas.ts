@@ -1,5 +1,5 @@
-import { z } from 'zod';
 import { ERROR_CODE_NAMES, ERROR_CODES } from './error-codes.js';
+import { z } from './zod.js';
 
 /**
  * Schemas every resource shares: timestamps, money, the error body and the `limit` parameter. Plain

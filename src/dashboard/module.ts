@@ -46,8 +46,7 @@ export function dashboardModule(
 
   return {
     name: 'dashboard',
-    tables: [],
-    mounts: { '/dashboard': dashboard, '/docs': docs, '/': root },
+    build: () => ({ mounts: { '/dashboard': dashboard, '/docs': docs, '/': root } }),
   };
 }
 

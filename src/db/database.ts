@@ -1,7 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
-import { MIGRATIONS } from './migrations.js';
 
 export type Db = Database.Database;
 
@@ -25,7 +24,7 @@ export function databaseLocation(options: { memory: boolean; dataDir: string }):
   return join(dir, DATABASE_FILE);
 }
 
-/** Opens (or creates) the database, sets the pragmas and brings the schema up to date. */
+/** Opens (or creates) the database and sets the pragmas; the sandbox brings its tables up to date (migrations.ts). */
 export function openDatabase(location: string): Db {
   const db = location === ':memory:' ? openInMemory() : new Database(location);
   // WAL lets readers go on while a write commits; NORMAL is durable across a process crash,
@@ -35,7 +34,6 @@ export function openDatabase(location: string): Db {
   db.pragma('synchronous = NORMAL');
   db.pragma('foreign_keys = ON');
   db.pragma('busy_timeout = 5000');
-  migrate(db);
   return db;
 }
 
@@ -61,21 +59,6 @@ function openInMemory(): Db {
   empty.close();
   db.pragma(`cache_size = -${MEMORY_PAGE_CACHE_KIB}`);
   return db;
-}
-
-function migrate(db: Db): void {
-  const applied = db.pragma('user_version', { simple: true }) as number;
-  if (applied > MIGRATIONS.length) {
-    throw new Error(
-      `The database was written by a newer sandbox (schema ${applied}, this one knows ${MIGRATIONS.length}).`,
-    );
-  }
-  for (let version = applied; version < MIGRATIONS.length; version++) {
-    db.transaction(() => {
-      db.exec(MIGRATIONS[version] as string);
-      db.pragma(`user_version = ${version + 1}`);
-    })();
-  }
 }
 
 type Work = () => unknown;

@@ -1,5 +1,5 @@
-import { z } from '@hono/zod-openapi';
 import { limitParam, TimestampSchema } from '../core/schemas.js';
+import { z } from '../core/zod.js';
 
 /** The event names of the specification. */
 export const EVENT_TYPES = [

@@ -1,13 +1,23 @@
 import type { SandboxModule } from '../module.js';
+import { FAULTS_MIGRATIONS } from './migrations.js';
 import { faultRoutes } from './sandbox-routes.js';
-import type { FaultStore } from './store.js';
+import { FaultStore } from './store.js';
 
-/** Fault injection: the rules under /_sandbox/faults (the middleware that plays them is mounted by the wiring). */
-export function faultsModule(deps: { faults: FaultStore }): SandboxModule {
+declare module '../module.js' {
+  interface Ports {
+    faults: { store: FaultStore };
+  }
+}
+
+/** Fault rules: their controls here; the middleware that plays them is in the API's prelude. */
+export function faultsModule(): SandboxModule {
   return {
     name: 'faults',
-    tables: ['faults'],
-    controls: faultRoutes(deps.faults),
-    reset: (accountId) => deps.faults.deleteAll(accountId),
+    migrations: FAULTS_MIGRATIONS,
+    build({ db, provide }) {
+      const store = new FaultStore(db);
+      provide('faults', { store });
+      return { controls: faultRoutes(store), reset: (accountId) => store.deleteAll(accountId) };
+    },
   };
 }

@@ -1,5 +1,5 @@
-import { z } from '@hono/zod-openapi';
 import { TimestampSchema } from '../core/schemas.js';
+import { z } from '../core/zod.js';
 
 const PATH_PATTERN = /^\/[A-Za-z0-9_\-./{}:]*\*?$/;
 

@@ -1,13 +1,24 @@
 import type { SandboxModule } from '../module.js';
-import type { RequestJournal } from './journal.js';
+import { RequestJournal } from './journal.js';
 import { journalRoutes } from './sandbox-routes.js';
 
-/** The request journal: each account's recent API requests, in memory (no tables). */
-export function journalModule(deps: { journal: RequestJournal }): SandboxModule {
+declare module '../module.js' {
+  interface Ports {
+    journal: { journal: RequestJournal };
+  }
+}
+
+/**
+ * The request journal: each account's recent API requests, in memory (no tables). Its middleware
+ * is a step of the API's prelude.
+ */
+export function journalModule(): SandboxModule {
   return {
     name: 'journal',
-    tables: [],
-    controls: journalRoutes(deps.journal),
-    reset: (accountId) => deps.journal.forget(accountId),
+    build({ provide }) {
+      const journal = new RequestJournal();
+      provide('journal', { journal });
+      return { controls: journalRoutes(journal), reset: (accountId) => journal.forget(accountId) };
+    },
   };
 }

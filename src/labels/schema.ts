@@ -1,5 +1,5 @@
-import { z } from '@hono/zod-openapi';
 import { MoneySchema, TimestampSchema } from '../core/schemas.js';
+import { z } from '../core/zod.js';
 
 export const LABEL_FORMATS = ['pdf', 'png', 'zpl'] as const;
 export const LABEL_SIZES = ['4x6', '4x8', 'letter'] as const;

@@ -1,5 +1,5 @@
-import { z } from 'zod';
 import { readJsonFixture } from '../core/fixtures.js';
+import { z } from '../core/zod.js';
 
 /**
  * The carriers, their services and rate cards, from `fixtures/carriers.json`. The fixture is read and validated

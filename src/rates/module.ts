@@ -4,5 +4,5 @@ import { rateControlRoutes } from './sandbox-routes.js';
 
 /** Carriers, their rate cards and the rate comparison; pure functions of the fixtures, no tables. */
 export function ratesModule(): SandboxModule {
-  return { name: 'rates', tables: [], api: rateRoutes(), controls: rateControlRoutes() };
+  return { name: 'rates', build: () => ({ api: rateRoutes(), controls: rateControlRoutes() }) };
 }

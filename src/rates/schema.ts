@@ -1,6 +1,6 @@
-import { z } from '@hono/zod-openapi';
 import { AddressSchema, ParcelSchema } from '../addresses/schema.js';
 import { MoneySchema } from '../core/schemas.js';
+import { z } from '../core/zod.js';
 
 export const RateSchema = z
   .object({

@@ -1,5 +1,5 @@
-import { z } from '@hono/zod-openapi';
 import { TimestampSchema } from '../core/schemas.js';
+import { z } from '../core/zod.js';
 
 /**
  * The checks, in the order the report lists them: the contract's six, then the sandbox's own. Each

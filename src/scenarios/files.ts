@@ -2,8 +2,8 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import ms from 'ms';
 import { isNode, LineCounter, parseDocument } from 'yaml';
-import { z } from 'zod';
 import { PROJECT_ROOT } from '../core/fixtures.js';
+import { z } from '../core/zod.js';
 import { PLACES, type Place, TRACKING_STATUSES, type TrackingStatus } from './vocabulary.js';
 
 /**

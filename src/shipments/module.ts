@@ -1,19 +1,41 @@
+import { CursorCodec } from '../core/paging.js';
+import { SettingsStore } from '../db/settings.js';
 import type { SandboxModule } from '../module.js';
+import { SHIPMENTS_MIGRATIONS } from './migrations.js';
 import { shipmentRoutes } from './routes.js';
 import { shipmentControlRoutes } from './sandbox-routes.js';
-import type { ShipmentService } from './service.js';
-import type { ShipmentStore } from './store.js';
+import { ShipmentService } from './service.js';
+import { ShipmentStore } from './store.js';
+
+declare module '../module.js' {
+  interface Ports {
+    shipments: { service: ShipmentService; store: ShipmentStore };
+  }
+}
 
 /**
  * Shipments: their routes under /v1, the dashboard's search under /_sandbox, their table and the
  * counts the list totals come from.
  */
-export function shipmentsModule(deps: { shipments: ShipmentService; store: ShipmentStore }): SandboxModule {
+export function shipmentsModule(): SandboxModule {
   return {
     name: 'shipments',
-    tables: ['shipments', 'shipment_counts'],
-    api: shipmentRoutes(deps.shipments),
-    controls: shipmentControlRoutes(deps.shipments),
-    reset: (accountId) => deps.store.deleteAccount(accountId),
+    migrations: SHIPMENTS_MIGRATIONS,
+    build({ db, ports, provide }) {
+      const store = new ShipmentStore(db);
+      const service = new ShipmentService({
+        db,
+        store,
+        events: ports.events.store,
+        cursors: new CursorCodec(new SettingsStore(db).secret('cursor_signing_secret')),
+        voidLabelOnCancel: (actor, shipment) => ports.labels.service.voidOnCancel(actor, shipment),
+      });
+      provide('shipments', { service, store });
+      return {
+        api: shipmentRoutes(service),
+        controls: shipmentControlRoutes(service),
+        reset: (accountId) => store.deleteAccount(accountId),
+      };
+    },
   };
 }

@@ -1,6 +1,6 @@
-import { z } from '@hono/zod-openapi';
 import { AddressSchema, ParcelSchema } from '../addresses/schema.js';
 import { type LimitBounds, limitParam, MoneySchema, TimestampSchema } from '../core/schemas.js';
+import { z } from '../core/zod.js';
 
 /** A page of `GET /v1/shipments`: 20 shipments unless `limit` says otherwise, at most 100. */
 export const PAGE_SIZE = { default: 20, max: 100 } as const satisfies LimitBounds;

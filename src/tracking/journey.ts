@@ -1,6 +1,6 @@
-import { z } from 'zod';
 import type { Address } from '../addresses/schema.js';
 import { readJsonFixture } from '../core/fixtures.js';
+import { z } from '../core/zod.js';
 import type { Place } from '../scenarios/vocabulary.js';
 
 /**

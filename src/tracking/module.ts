@@ -1,24 +1,48 @@
 import type { SandboxModule } from '../module.js';
 import type { JobKind } from '../scheduler/queue.js';
 import { TRACKING_STEP, type TrackingJobPayload } from './chain.js';
+import { TRACKING_MIGRATIONS } from './migrations.js';
 import { trackingRoutes } from './routes.js';
 import { trackingControlRoutes } from './sandbox-routes.js';
-import type { TrackingService } from './service.js';
-import type { TrackingStore } from './store.js';
+import { TrackingService } from './service.js';
+import { TrackingStore } from './store.js';
+
+declare module '../module.js' {
+  interface Ports {
+    tracking: { service: TrackingService; store: TrackingStore };
+  }
+}
 
 /** Tracking: the API's tracking route, QA's levers on a parcel, and the scenario steps it schedules. */
-export function trackingModule(deps: { tracking: TrackingService; store: TrackingStore }): SandboxModule {
-  const { tracking } = deps;
-  const step: JobKind<TrackingJobPayload> = {
-    run: (job) => tracking.runScheduledStep(job),
-    upcoming: (job) => tracking.upcomingOf(job),
-  };
+export function trackingModule(settings: { seed: string }): SandboxModule {
   return {
     name: 'tracking',
-    tables: ['tracking_events', 'tracking_plans'],
-    api: trackingRoutes(tracking),
-    controls: trackingControlRoutes(tracking),
-    jobs: { [TRACKING_STEP]: step as JobKind },
-    reset: (accountId) => deps.store.deleteAccount(accountId),
+    migrations: TRACKING_MIGRATIONS,
+    build({ db, scheduler, logger, ports, provide }) {
+      const store = new TrackingStore(db);
+      const service = new TrackingService({
+        db,
+        store,
+        labels: ports.labels.store,
+        shipments: ports.shipments.store,
+        events: ports.events.store,
+        scheduler,
+        scenarios: ports.scenarios.catalog,
+        defaultScenarioOf: (accountId) => ports.accounts.service.defaultScenarioOf(accountId),
+        seed: settings.seed,
+        logger,
+      });
+      provide('tracking', { service, store });
+      const step: JobKind<TrackingJobPayload> = {
+        run: (job) => service.runScheduledStep(job),
+        upcoming: (job) => service.upcomingOf(job),
+      };
+      return {
+        api: trackingRoutes(service),
+        controls: trackingControlRoutes(service),
+        jobs: { [TRACKING_STEP]: step as JobKind },
+        reset: (accountId) => store.deleteAccount(accountId),
+      };
+    },
   };
 }

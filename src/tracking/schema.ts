@@ -1,5 +1,5 @@
-import { z } from '@hono/zod-openapi';
 import { TimestampSchema } from '../core/schemas.js';
+import { z } from '../core/zod.js';
 import { TRACKING_STATUSES } from '../scenarios/vocabulary.js';
 
 export const TrackingStatusSchema = z.enum(TRACKING_STATUSES);

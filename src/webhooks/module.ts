@@ -1,27 +1,74 @@
+import { toJsonText } from '../core/json.js';
+import { sampleEventData } from '../events/sample-events.js';
 import type { SandboxModule } from '../module.js';
-import type { WebhookDelivery } from './delivery.js';
+import { WebhookDelivery } from './delivery.js';
+import { DestinationPolicy } from './destinations.js';
+import { WEBHOOKS_MIGRATIONS } from './migrations.js';
 import { webhookRoutes } from './routes.js';
 import { webhookControlRoutes } from './sandbox-routes.js';
-import type { WebhookService } from './service.js';
-import type { WebhookStore } from './store.js';
+import type { ResolveHost } from './send.js';
+import { WebhookService } from './service.js';
+import { WebhookStore } from './store.js';
+
+declare module '../module.js' {
+  interface Ports {
+    webhooks: { service: WebhookService; delivery: WebhookDelivery; store: WebhookStore };
+  }
+}
 
 /**
  * Webhooks: their routes under /v1, the delivery log and redelivery under /_sandbox, the e-mail
- * outbox, and the delivery attempts as due work of the scheduler.
+ * outbox, and the delivery attempts as due work of the scheduler: every event's deliveries are
+ * written in the transaction that records it (the outbox).
  */
-export function webhooksModule(deps: {
-  webhooks: WebhookService;
-  delivery: WebhookDelivery;
-  store: WebhookStore;
+export function webhooksModule(settings: {
+  /** `--webhook-targets`, as it applies to this server. */
+  targets: 'local' | 'public';
+  allowHosts: readonly string[];
+  allowHttp: boolean;
+  timeoutMs: number;
+  /** Resolves receivers' host names; the system's resolver unless a test makes names resolve to loopback. */
+  resolveHost?: ResolveHost | undefined;
 }): SandboxModule {
   return {
     name: 'webhooks',
-    tables: ['webhooks', 'webhook_attempts', 'webhook_requests', 'emails'],
-    api: webhookRoutes(deps.webhooks),
-    controls: webhookControlRoutes(deps.webhooks, deps.delivery, deps.store),
-    queues: [deps.delivery],
-    reset: (accountId) => deps.store.deleteAccount(accountId),
-    start: () => deps.delivery.resumeInterrupted(),
-    close: (deadline) => deps.delivery.drain(deadline),
+    migrations: WEBHOOKS_MIGRATIONS,
+    build({ db, scheduler, realNow, logger, ports, provide }) {
+      const store = new WebhookStore(db);
+      const events = ports.events.store;
+      const destinations = new DestinationPolicy({
+        targets: settings.targets,
+        allowHosts: settings.allowHosts,
+      });
+      const service = new WebhookService({
+        db,
+        store,
+        urlRules: { destinations, allowHttp: settings.allowHttp },
+      });
+      const delivery = new WebhookDelivery({
+        db,
+        store,
+        scheduler,
+        eventBody: (eventId) => events.body(eventId),
+        retryLadderOf: (accountId) => ports.accounts.service.retryLadderOf(accountId),
+        timeoutMs: settings.timeoutMs,
+        destinations,
+        resolve: settings.resolveHost,
+        recordTestEvent: (accountId, type, now) =>
+          events.record(accountId, type, toJsonText(sampleEventData(type, now)), now, { announce: false }),
+        realNow,
+        logger,
+      });
+      events.subscribe((event) => delivery.fanOut(event));
+      provide('webhooks', { service, delivery, store });
+      return {
+        api: webhookRoutes(service),
+        controls: webhookControlRoutes(service, delivery, store),
+        queues: [delivery],
+        reset: (accountId) => store.deleteAccount(accountId),
+        start: () => delivery.resumeInterrupted(),
+        close: (deadline) => delivery.drain(deadline),
+      };
+    },
   };
 }

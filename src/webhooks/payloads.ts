@@ -1,5 +1,5 @@
-import { z } from '@hono/zod-openapi';
 import { TimestampSchema } from '../core/schemas.js';
+import { z } from '../core/zod.js';
 import type { EventType } from '../events/schema.js';
 import { LabelSchema, VoidedLabelSchema } from '../labels/schema.js';
 import { CancelledShipmentSchema, ShipmentSchema } from '../shipments/schema.js';

@@ -147,6 +147,9 @@ export function webhookDeliveryDocs(): RouteConfig[] {
       headers: DeliveryHeadersSchema,
       body: { required: true, content: { 'application/json': { schema: WEBHOOK_PAYLOADS[event] } } },
     },
+    // The sandbox calls the merchant's receiver with no credentials: the receiver trusts a delivery by
+    // its `Service-Signature` (a header above), not by an authentication scheme.
+    security: [],
     responses: {
       '2XX': {
         description:

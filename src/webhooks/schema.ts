@@ -1,5 +1,5 @@
-import { z } from '@hono/zod-openapi';
 import { TimestampSchema } from '../core/schemas.js';
+import { z } from '../core/zod.js';
 import { EVENT_TYPES } from '../events/schema.js';
 
 export const SECRET_LENGTH = { min: 16, max: 256 } as const;
