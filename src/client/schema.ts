@@ -904,6 +904,7 @@ export interface components {
             parcel: components["schemas"]["Parcel"];
             reference: string | null;
             tracking_number: string | null;
+            /** @example lbl_01JD3S5Z7QK2N8W4X6Y9A0B1C2 */
             label_id: string | null;
             /**
              * Format: date-time
@@ -985,6 +986,7 @@ export interface components {
             data: components["schemas"]["CancelledShipment"];
         };
         CancelledShipment: {
+            /** @example shp_01JD3S5Z7QK2N8W4X6Y9A0B1C2 */
             id: string;
             /** @enum {string} */
             status: "cancelled";
@@ -1014,8 +1016,9 @@ export interface components {
             data: components["schemas"]["Label"];
         };
         Label: {
-            /** @example lbl_01JD… */
+            /** @example lbl_01JD3S5Z7QK2N8W4X6Y9A0B1C2 */
             id: string;
+            /** @example shp_01JD3S5Z7QK2N8W4X6Y9A0B1C2 */
             shipment_id: string;
             /** @example 1Z5R89390357567127 */
             tracking_number: string;
@@ -1075,6 +1078,7 @@ export interface components {
             estimated_at: string;
         };
         VoidedLabel: {
+            /** @example lbl_01JD3S5Z7QK2N8W4X6Y9A0B1C2 */
             id: string;
             /** @enum {string} */
             status: "voided";
@@ -1480,6 +1484,7 @@ export interface components {
             data: components["schemas"]["Shipment"][];
             meta: {
                 total: number;
+                /** @example cur_AAAAAZNXJ4gAAAAAAAAAAQ */
                 cursor: string | null;
                 has_more: boolean;
             };
@@ -1559,7 +1564,7 @@ export interface components {
             can_advance_to: ("pre_transit" | "accepted" | "in_transit" | "out_for_delivery" | "delivered" | "exception" | "returned")[];
         };
         Webhook: {
-            /** @example wh_01JD… */
+            /** @example wh_01JD3S5Z7QK2N8W4X6Y9A0B1C2 */
             id: string;
             url: string;
             events: ("shipment.created" | "shipment.cancelled" | "label.generated" | "label.voided" | "tracking.updated" | "tracking.delivered" | "tracking.exception")[];
@@ -1606,6 +1611,7 @@ export interface components {
             status?: "active" | "disabled";
         };
         DeletedWebhook: {
+            /** @example wh_01JD3S5Z7QK2N8W4X6Y9A0B1C2 */
             id: string;
             /** @enum {boolean} */
             deleted: true;
