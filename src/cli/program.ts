@@ -1,6 +1,7 @@
 import { Command, CommanderError, Help, Option } from 'commander';
 import { addAccountCommands } from './accounts.js';
 import { addClockCommands } from './clock.js';
+import { addConformanceCommand, type RunConformance } from './conformance.js';
 import { Exit } from './control.js';
 import { addEventCommands } from './events.js';
 import { addReportCommands } from './report.js';
@@ -27,6 +28,8 @@ export interface CommandLineParts {
    * also reads their environment variables). Resolves once serving, or once it failed and said why.
    */
   serve(args: string[]): Promise<void>;
+  /** Runs the conformance script beside a sandbox of its own, started in this process. */
+  conformance: RunConformance;
 }
 
 /** The exit status of a usage error (a wrong flag, a missing argument); an answer's error is 1. */
@@ -85,6 +88,8 @@ export function createProgram(parts: CommandLineParts): Command {
   addReportCommands(program);
   program.commandsGroup('Accounts:');
   addAccountCommands(program);
+  program.commandsGroup('Conformance:');
+  addConformanceCommand(program, parts.conformance, parts.version);
   program.addHelpText('after', CONTROL_HELP);
   return program;
 }
@@ -108,6 +113,8 @@ Examples:
   shipping-sandbox listen                       print webhook deliveries as they happen
   shipping-sandbox accounts create --plan starter
   shipping-sandbox report --junit report.xml    judge the client; exits with 1 when a check fails
+  shipping-sandbox conformance --target https://api.example.com/v1 --key svc_test_…
+                                                does that deployment answer as the sandbox does?
 `;
 
 /**
