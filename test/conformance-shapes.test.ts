@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { type Answer, compareAnswers, fileKind } from '../src/conformance/compare.js';
 import { ApiDescription, type JsonSchema } from '../src/conformance/document.js';
-import { baseUrlOf, unknownLike } from '../src/conformance/run.js';
+import { baseUrlOf, testKeyOf, unknownLike } from '../src/conformance/run.js';
 import { SCRIPT } from '../src/conformance/script.js';
 import { createTestSandbox } from './helpers.js';
 
@@ -247,7 +247,16 @@ describe('values the script makes up', () => {
     expect(unknownLike('lbl_900000000')).toBe('lbl_900001111');
   });
 
-  it('the target must be a base URL ending in /v1', () => {
+  it('the key must be a test key', () => {
+    expect(testKeyOf(' svc_test_abc ')).toBe('svc_test_abc');
+    expect(() => testKeyOf('svc_live_abc')).toThrow(/Refusing a live key/);
+    expect(() => testKeyOf('')).toThrow(/must be a test key/);
+  });
+
+  it('the target must be a base URL ending in /v1, with no credentials in it', () => {
+    expect(() => baseUrlOf('https://me:secret@api.example.com/v1')).toThrow(
+      /^The target must not carry a user name or password: the key goes in its own option\.$/,
+    );
     expect(baseUrlOf('https://api.example.com/v1/')).toBe('https://api.example.com/v1');
     expect(baseUrlOf(' http://127.0.0.1:4010/v1 ')).toBe('http://127.0.0.1:4010/v1');
     for (const wrong of [

@@ -265,7 +265,7 @@ describe('shipping-sandbox conformance', { timeout: SPAWNS }, () => {
     const [error] = elementsNamed(parseXml(readFileSync(junit, 'utf8')), 'error');
     expect(error?.attributes.message).toMatch(/could not be reached/);
 
-    const refused = await cli(['--target', `${origin}/v1`, '--key', 'svc_live_0123456789']);
+    const refused = await cli(['--target', `${origin}/v1`, '--key', 'svc_test_0123456789']);
     expect(refused.code).toBe(2);
     expect(refused.stdout).toBe('');
     expect(refused.stderr).toMatch(
@@ -273,11 +273,18 @@ describe('shipping-sandbox conformance', { timeout: SPAWNS }, () => {
     );
   });
 
-  it('refuses a target that is not a base URL ending in /v1, as a usage error', async () => {
+  it('refuses, as usage errors, a target that is not a base URL ending in /v1, and a live key', async () => {
     const run = await cli(['--target', 'https://api.example.com', '--key', 'svc_test_any']);
     expect(run.code).toBe(2);
     expect(run.stderr).toContain('ending in /v1');
     expect(run.stdout).toBe('');
+    const live = await runCli(origin, ['conformance', '--target', 'https://api.example.com/v1'], {
+      SHIPPING_CONFORMANCE_KEY: 'svc_live_0123456789',
+    });
+    expect(live.code).toBe(2);
+    expect(live.stderr).toContain(
+      'Refusing a live key (svc_live_…): the script creates shipments and buys labels',
+    );
   });
 });
 

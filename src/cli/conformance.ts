@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { ConformanceError } from '../conformance/errors.js';
 import { conformanceJUnit, couldNotRunJUnit } from '../conformance/junit.js';
-import { baseUrlOf, DEFAULT_WEBHOOK_URL } from '../conformance/run.js';
+import { baseUrlOf, DEFAULT_WEBHOOK_URL, testKeyOf } from '../conformance/run.js';
 import { SCRIPT } from '../conformance/script.js';
 import { EXAMPLE } from '../conformance/shape.js';
 import type { ConformanceOptions, ConformanceReport } from '../conformance/types.js';
@@ -38,12 +38,13 @@ export function addConformanceCommand(program: Command, run: RunConformance, ver
     .addOption(
       new Option('--target <base-url>', "the other deployment's base URL, ending in /v1")
         .env('SHIPPING_CONFORMANCE_TARGET')
-        .argParser(parseTarget)
+        .argParser(checked(baseUrlOf))
         .makeOptionMandatory(),
     )
     .addOption(
       new Option('--key <key>', 'a test key of the target (its data is created by the script and cleaned up)')
         .env('SHIPPING_CONFORMANCE_KEY')
+        .argParser(checked(testKeyOf))
         .makeOptionMandatory(),
     )
     .option('--json', 'print the report as JSON instead of a table')
@@ -102,12 +103,15 @@ Example, against a deployment's test mode:
   shipping-sandbox conformance --target https://api.example.com/v1 --key "$TEST_KEY" --junit conformance.xml
 `;
 
-function parseTarget(text: string): string {
-  try {
-    return baseUrlOf(text);
-  } catch (error) {
-    throw new InvalidArgumentError((error as Error).message);
-  }
+/** An option's value checked by the run's own rule, whose refusal is a usage error. */
+function checked(check: (text: string) => string): (text: string) => string {
+  return (text) => {
+    try {
+      return check(text);
+    } catch (error) {
+      throw new InvalidArgumentError((error as Error).message);
+    }
+  };
 }
 
 function writeJUnit(file: string, xml: string): void {

@@ -73,15 +73,14 @@ function checkOptions(options: ConformanceOptions): CheckedOptions {
   if (typeof options !== 'object' || options === null)
     throw new TypeError('conformance(options): options must be an object.');
   const target = baseUrlOf(options.target);
-  if (typeof options.key !== 'string' || options.key.trim() === '')
-    throw new TypeError('conformance(options): key must be a test key of the target.');
+  const key = testKeyOf(options.key);
   const webhookUrl = options.webhookUrl ?? DEFAULT_WEBHOOK_URL;
   if (!URL.canParse(webhookUrl))
     throw new TypeError(`conformance(options): webhookUrl ${JSON.stringify(webhookUrl)} is not a URL.`);
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   if (!Number.isFinite(timeoutMs) || timeoutMs <= 0)
     throw new TypeError('conformance(options): timeoutMs must be a number of milliseconds above 0.');
-  return { target, key: options.key.trim(), webhookUrl, timeoutMs };
+  return { target, key, webhookUrl, timeoutMs };
 }
 
 /** The target's base URL without a trailing slash; an http(s) URL whose path ends in `/v1`. */
@@ -93,11 +92,25 @@ export function baseUrlOf(text: unknown): string {
   } catch {
     url = undefined;
   }
+  // Said before the URL is echoed back: a password in it must not reach a CI log.
+  if (url?.username || url?.password)
+    throw new TypeError('The target must not carry a user name or password: the key goes in its own option.');
   if (!url || !/^https?:$/.test(url.protocol) || !url.pathname.endsWith('/v1') || url.search || url.hash)
     throw new TypeError(
       `The target must be the API's base URL, ending in /v1 (https://api.example.com/v1); got ${JSON.stringify(text)}.`,
     );
   return base;
+}
+
+/** The key, unless it is none or a live one: the script creates shipments and buys labels with it. */
+export function testKeyOf(key: unknown): string {
+  const trimmed = typeof key === 'string' ? key.trim() : '';
+  if (trimmed === '') throw new TypeError('The key must be a test key of the target (svc_test_…).');
+  if (trimmed.startsWith('svc_live_'))
+    throw new TypeError(
+      'Refusing a live key (svc_live_…): the script creates shipments and buys labels with it. Give a test key of the target (svc_test_…).',
+    );
+  return trimmed;
 }
 
 export async function runScript(
