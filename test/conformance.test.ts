@@ -110,10 +110,11 @@ describe('conformance against another sandbox process', { timeout: SPAWNS }, () 
     expect((await api('GET', '/v1/webhooks', key)).body.data).toEqual([]);
   });
 
-  it('names each status and error code that fault rules on the target change', async () => {
+  it('names each status and error code that fault rules on the target change, and waits out a 429', async () => {
     const key = await account([
       TRACKING_DOWN,
       { method: 'DELETE', path: '/v1/shipments/*', status: 409, code: 'shipment_locked', times: 1 },
+      { method: 'GET', path: '/v1/shipments/*', status: 429, retry_after: 0, times: 1 },
     ]);
     const report = await conformance({ target: `${origin}/v1`, key, webhookUrl: WEBHOOK_URL });
     expect(differing(report)).toEqual({
@@ -136,6 +137,12 @@ describe('conformance against another sandbox process', { timeout: SPAWNS }, () 
       ],
     });
     expect(report.summary).toEqual({ same: 38, different: 4, skipped: 5 });
+    // The 429 came, and the call was made again, as its Retry-After allowed.
+    const { body: journal } = await api('GET', '/_sandbox/requests?limit=100', key);
+    const reads = journal.data.filter(
+      (r: { method: string; path: string }) => r.method === 'GET' && /^\/v1\/shipments\/shp_/.test(r.path),
+    );
+    expect(reads.map((r: { status: number }) => r.status).slice(-2)).toEqual([200, 429]);
   });
 
   it('names, with its path, a renamed field, a dropped header and a changed error code', async () => {

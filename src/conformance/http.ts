@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Answer } from './compare.js';
 
-export interface Request {
+export interface HttpCall {
   method: string;
   url: string;
   headers: Record<string, string>;
@@ -19,7 +19,7 @@ const RETRIES_AFTER_429 = 2;
  * out and the call made again (twice at most), as a well-behaved client does: a busy target is not a
  * difference. A call with no answer (refused, reset, too slow) resolves with `status: null` and why.
  */
-export async function send(request: Request, timeoutMs: number): Promise<Answer> {
+export async function send(request: HttpCall, timeoutMs: number): Promise<Answer> {
   for (let attempt = 0; ; attempt++) {
     const answer = await sendOnce(request, timeoutMs);
     const wait = Number(answer.headers.get('retry-after'));
@@ -35,7 +35,7 @@ export async function send(request: Request, timeoutMs: number): Promise<Answer>
   }
 }
 
-async function sendOnce(request: Request, timeoutMs: number): Promise<Answer> {
+async function sendOnce(request: HttpCall, timeoutMs: number): Promise<Answer> {
   try {
     const response = await fetch(request.url, {
       method: request.method,

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { type Answer, compareAnswers } from './compare.js';
 import { ApiDescription, type JsonSchema } from './document.js';
 import { ConformanceError } from './errors.js';
-import { type Request, send } from './http.js';
+import { type HttpCall, send } from './http.js';
 import { type JsonValue, SCRIPT, type ScriptInputs, type Step } from './script.js';
 import type {
   ConformanceCleanup,
@@ -193,7 +193,7 @@ const PLACEHOLDER = /\{(unknown:)?([a-z_]+)\.([A-Za-z0-9_.]+)\}/g;
 const KEPT_BY = new Map(SCRIPT.filter((s) => s.as).map((s) => [s.as as string, s.id]));
 
 /** The call of a step on one side, its `{…}` filled with that side's values. */
-function requestFor(step: Step, side: Side, inputs: ScriptInputs): Request | Missing {
+function requestFor(step: Step, side: Side, inputs: ScriptInputs): HttpCall | Missing {
   const space = step.call.indexOf(' ');
   const method = step.call.slice(0, space);
   const where = step.call.slice(space + 1);
@@ -311,7 +311,7 @@ function keep(step: Step, side: Side, answer: Answer): void {
 class Ledger {
   private readonly left = new Map<string, 'shipments' | 'webhooks'>();
 
-  note(step: Step, request: Request, answer: Answer): void {
+  note(step: Step, request: HttpCall, answer: Answer): void {
     if (answer.status === null || answer.status < 200 || answer.status >= 300) return;
     const id = (answer.json as { id?: unknown } | undefined)?.id;
     if (request.method === 'POST' && typeof id === 'string') {
