@@ -127,37 +127,43 @@ export async function runScript(
   const created = new Ledger();
   const runs: StepRun[] = [];
 
-  for (const step of SCRIPT) {
-    if (step.skip !== undefined) {
-      runs.push({ step, skipped: step.skip, differences: [] });
-      continue;
-    }
-    const toTarget = requestFor(step, target, inputs);
-    const toSandbox = requestFor(step, sandbox, inputs);
-    if (isMissing(toTarget) || isMissing(toSandbox)) {
+  // Whatever happens on the way, what was created on the target is removed.
+  let cleanup: ConformanceCleanup[] = [];
+  try {
+    for (const step of SCRIPT) {
+      if (step.skip !== undefined) {
+        runs.push({ step, skipped: step.skip, differences: [] });
+        continue;
+      }
+      const toTarget = requestFor(step, target, inputs);
+      const toSandbox = requestFor(step, sandbox, inputs);
+      if (isMissing(toTarget) || isMissing(toSandbox)) {
+        runs.push({
+          step,
+          skipped: (isMissing(toTarget) ? toTarget : (toSandbox as Missing)).missing,
+          differences: [],
+        });
+        continue;
+      }
+      const [targetAnswer, sandboxAnswer] = await Promise.all([
+        send(toTarget, options.timeoutMs),
+        send(toSandbox, options.timeoutMs),
+      ]);
+      if (step === SCRIPT[0]) checkFirstAnswer(step, options.target, targetAnswer);
+      keep(step, target, targetAnswer);
+      keep(step, sandbox, sandboxAnswer);
+      created.note(step, toTarget, targetAnswer);
       runs.push({
         step,
-        skipped: (isMissing(toTarget) ? toTarget : (toSandbox as Missing)).missing,
-        differences: [],
+        sandbox: sandboxAnswer,
+        target: targetAnswer,
+        differences: compareAnswers(sandboxAnswer, targetAnswer, step.operation, api),
       });
-      continue;
     }
-    const [targetAnswer, sandboxAnswer] = await Promise.all([
-      send(toTarget, options.timeoutMs),
-      send(toSandbox, options.timeoutMs),
-    ]);
-    if (step === SCRIPT[0]) checkFirstAnswer(step, options.target, targetAnswer);
-    keep(step, target, targetAnswer);
-    keep(step, sandbox, sandboxAnswer);
-    created.note(step, toTarget, targetAnswer);
-    runs.push({
-      step,
-      sandbox: sandboxAnswer,
-      target: targetAnswer,
-      differences: compareAnswers(sandboxAnswer, targetAnswer, step.operation, api),
-    });
+  } finally {
+    cleanup = await created.cleanUp(target, options.timeoutMs);
   }
-  return { runs, cleanup: await created.cleanUp(target, options.timeoutMs) };
+  return { runs, cleanup };
 }
 
 async function fetchDocument(origin: string): Promise<JsonSchema> {
