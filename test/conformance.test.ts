@@ -31,7 +31,19 @@ beforeAll(async () => {
   folder = mkdtempSync(join(tmpdir(), 'conformance-'));
   target = spawn(
     process.execPath,
-    ['dist/main.js', '--memory', '--port', '0', '--https-port', '0', '--log-level', 'silent'],
+    // Its labels rendered inline: a few labels do not need render threads (and their memory).
+    [
+      'dist/main.js',
+      '--memory',
+      '--port',
+      '0',
+      '--https-port',
+      '0',
+      '--log-level',
+      'silent',
+      '--render-threads',
+      '0',
+    ],
     { stdio: 'pipe' },
   );
   let stdout = '';
@@ -70,10 +82,10 @@ const TRACKING_DOWN = { method: 'GET', path: '/v1/tracking/*', status: 503, code
 const differing = (report: ConformanceReport) =>
   Object.fromEntries(report.steps.filter((s) => s.result === 'different').map((s) => [s.id, s.differences]));
 
-describe('conformance against another sandbox process', { timeout: SPAWNS }, () => {
+describe.concurrent('conformance against another sandbox process', { timeout: SPAWNS }, () => {
   it('finds nothing different, answers each step as the script says, and leaves nothing behind', async () => {
     const key = await account();
-    const reference = await startSandbox({ logLevel: 'silent' });
+    const reference = await startSandbox({ logLevel: 'silent', renderThreads: 0 });
     const { runs, cleanup } = await runScript(
       { target: `${origin}/v1`, key, webhookUrl: WEBHOOK_URL, timeoutMs: 30_000 },
       reference,
@@ -201,7 +213,7 @@ describe('conformance against another sandbox process', { timeout: SPAWNS }, () 
   });
 });
 
-describe('shipping-sandbox conformance', { timeout: SPAWNS }, () => {
+describe.concurrent('shipping-sandbox conformance', { timeout: SPAWNS }, () => {
   const cli = (args: string[]): Promise<Run> =>
     runCli(origin, ['conformance', '--webhook-url', WEBHOOK_URL, ...args]);
 
