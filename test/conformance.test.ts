@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { reportOf, runScript } from '../src/conformance/run.js';
 import { SCRIPT } from '../src/conformance/script.js';
+import { SANDBOX_VERSION as version } from '../src/core/version.js';
 import { ConformanceError, type ConformanceReport, conformance, startSandbox } from '../src/index.js';
 import { callSandbox, newAccountAt, type Run, runCli } from './cli-harness.js';
 import { closedPortUrl } from './receiver.js';
@@ -217,45 +218,71 @@ describe.concurrent('shipping-sandbox conformance', { timeout: SPAWNS }, () => {
   const cli = (args: string[]): Promise<Run> =>
     runCli(origin, ['conformance', '--webhook-url', WEBHOOK_URL, ...args]);
 
-  it('exits with 0 and prints the table when nothing differs', async () => {
+  it('exits with 0 and prints the JSON report when nothing differs', async () => {
     const key = await account();
-    const run = await cli(['--target', `${origin}/v1`, '--key', key]);
-    expect(run.stderr).toBe('');
-    expect(run.code).toBe(0);
-    expect(run.stdout).toMatch(/^same +shipments\.create +POST \/shipments$/m);
-    expect(run.stdout).toMatch(/^skipped +labels\.void\.scanned +DELETE \/labels\/\{pdf\.id\}$/m);
-    expect(run.stdout).toMatch(/^ {2}labels\.void\.scanned +needs a forced tracking status/m);
-    expect(run.stdout).toMatch(/^Removed from the target afterwards: DELETE \/webhooks\/wh_\w+\.$/m);
-    expect(run.stdout).toContain(
-      'SAME: the target answered every step as the sandbox did (42 same, 5 skipped).',
-    );
-  });
-
-  it('exits with 1, prints the JSON report and writes one JUnit test case a step when something differs', async () => {
-    const key = await account([TRACKING_DOWN]);
-    const junit = join(folder, 'conformance.xml');
-    const run = await cli(['--target', `${origin}/v1/`, '--key', key, '--json', '--junit', junit]);
-    expect(run.code).toBe(1);
+    const run = await cli(['--target', `${origin}/v1/`, '--key', key, '--json']);
     expect(run.stderr).toBe(
-      'conformance: the target differs from the sandbox in 2 steps: tracking.get, tracking.get.unknown\n',
+      'conformance: the target answered every step as the sandbox did (42 same, 5 skipped)\n',
     );
+    expect(run.code).toBe(0);
     const report = JSON.parse(run.stdout) as ConformanceReport;
     expect(report.target).toBe(`${origin}/v1`);
-    expect(report.summary).toEqual({ same: 40, different: 2, skipped: 5 });
-    expect(report.steps.find((s) => s.id === 'tracking.get')).toEqual({
-      id: 'tracking.get',
-      call: 'GET /tracking/{pdf.tracking_number}',
-      result: 'different',
-      differences: [
-        { path: 'status', expected: 200, actual: 503 },
-        { path: 'body.error.code', expected: '(absent)', actual: '"service_unavailable"' },
-      ],
+    expect(report.summary).toEqual({ same: 42, different: 0, skipped: 5 });
+    expect(report.steps[0]).toEqual({
+      id: 'shipments.create',
+      call: 'POST /shipments',
+      result: 'same',
+      differences: [],
     });
-    expect(report.steps.find((s) => s.id === 'shipments.cancel.delivered')).toMatchObject({
+    expect(report.steps.find((s) => s.id === 'shipments.cancel.delivered')).toEqual({
+      id: 'shipments.cancel.delivered',
+      call: 'DELETE /shipments/{third.id}',
       result: 'skipped',
       differences: [],
       reason: expect.stringContaining('forced tracking status'),
     });
+    expect(report.cleanup).toEqual([
+      { call: expect.stringMatching(/^DELETE \/webhooks\/wh_/), status: 200, done: true },
+    ]);
+  });
+
+  it('exits with 1, prints the table and writes one JUnit test case a step when something differs', async () => {
+    const key = await account([TRACKING_DOWN]);
+    const junit = join(folder, 'conformance.xml');
+    const run = await cli(['--target', `${origin}/v1`, '--key', key, '--junit', junit]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toBe(
+      'conformance: the target differs from the sandbox in 2 steps: tracking.get, tracking.get.unknown\n',
+    );
+    const lines = run.stdout.split('\n');
+    expect(lines[0]).toBe(`Conformance of ${origin}/v1 with shipping-sandbox ${version}, step by step:`);
+    expect(lines).toContain('same       shipments.create                  POST /shipments');
+    expect(lines).toContain(
+      'DIFFERENT  tracking.get                      GET /tracking/{pdf.tracking_number}',
+    );
+    expect(lines).toContain('skipped    labels.void.scanned               DELETE /labels/{pdf.id}');
+    // Each difference once, with its steps; then each step with its own.
+    expect(run.stdout).toContain(
+      [
+        'Each difference, and the steps that show it:',
+        '  WHERE            SANDBOX      TARGET                 STEPS',
+        '  status           200          503                    tracking.get',
+        '  body.error.code  (absent)     "service_unavailable"  tracking.get',
+        '  status           404          503                    tracking.get.unknown',
+        '  body.error.code  "not_found"  "service_unavailable"  tracking.get.unknown',
+        '',
+        'tracking.get: GET /tracking/{pdf.tracking_number}',
+        '  Track the parcel of the label just bought.',
+        '  WHERE            SANDBOX   TARGET',
+        '  status           200       503',
+        '  body.error.code  (absent)  "service_unavailable"',
+      ].join('\n'),
+    );
+    expect(run.stdout).toMatch(/^ {2}labels\.void\.scanned +needs a forced tracking status/m);
+    expect(run.stdout).toMatch(/^Removed from the target afterwards: DELETE \/webhooks\/wh_\w+\.$/m);
+    expect(lines.at(-2)).toBe(
+      'DIFFERENT: 2 steps of 47 differ (40 same, 5 skipped). Each line above names the part of the answer, what the sandbox answered there and what the target did.',
+    );
 
     const xml = parseXml(readFileSync(junit, 'utf8'));
     const cases = elementsNamed(xml, 'testcase');

@@ -83,6 +83,11 @@ export function addConformanceCommand(program: Command, run: RunConformance, ver
         );
         throw new Exit(DIFFERENT);
       }
+      // The table ends with the verdict; a JSON report gets it beside, for the log.
+      if (json)
+        process.stderr.write(
+          `conformance: the target answered every step as the sandbox did (${report.summary.same} same, ${report.summary.skipped} skipped)\n`,
+        );
     });
 }
 
