@@ -102,7 +102,8 @@ from --url and --key, or SHIPPING_SANDBOX_URL and SHIPPING_SANDBOX_KEY (default:
 127.0.0.1:4010 and its default account). On a terminal they print readable lines; in a pipe, the
 JSON the sandbox answered (--json and --pretty choose). An error exits with 1 (the sandbox refused:
 its message is printed) or 2 (the command line is wrong). \`report\` and \`probe\` give a verdict
-instead: 0 passes, 1 fails, 2 no verdict (no sandbox, or it refused).
+instead: 0 passes, 1 fails, 2 no verdict (no sandbox, or it refused). \`conformance\` calls another
+deployment (--target, --key) beside a sandbox of its own: 0 same, 1 different, 2 could not run.
 
 Examples:
   shipping-sandbox --port 0 --memory            serve in memory on a free port
