@@ -346,16 +346,25 @@ async function startChangingProxy(upstream: string) {
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', async () => {
       paths.push(new URL(request.url ?? '/', 'http://proxy').pathname);
-      const headers = new Headers();
+      // A connection of its own for each call, as the command's: no kept-alive one to race a close.
+      const headers = new Headers({ connection: 'close' });
       for (const [name, value] of Object.entries(request.headers))
         if (typeof value === 'string' && !['host', 'connection', 'content-length'].includes(name))
           headers.set(name, value);
-      const answer = await fetch(`${upstream}${request.url}`, {
-        method: request.method,
-        headers,
-        body: chunks.length > 0 ? Buffer.concat(chunks) : undefined,
-        redirect: 'manual',
-      });
+      let answer: Response;
+      try {
+        answer = await fetch(`${upstream}${request.url}`, {
+          method: request.method,
+          headers,
+          body: chunks.length > 0 ? Buffer.concat(chunks) : undefined,
+          redirect: 'manual',
+        });
+      } catch (error) {
+        // Said to the command, as a gateway would, rather than thrown where nothing catches it.
+        response.writeHead(502, { 'content-type': 'text/plain' });
+        response.end(`the proxy could not reach the target: ${(error as Error).message}`);
+        return;
+      }
       let body = Buffer.from(await answer.arrayBuffer());
       if ((answer.headers.get('content-type') ?? '').startsWith('application/json'))
         body = Buffer.from(
