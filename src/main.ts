@@ -30,6 +30,8 @@ async function main(): Promise<void> {
     version,
     servingFlags: Object.values(SETTINGS),
     serve,
+    // Loaded only for this command: it starts a sandbox of its own in this process.
+    conformance: async (options) => (await import('./index.js')).conformance(options),
   });
   if (status !== 0) process.exitCode = status;
 }

@@ -269,7 +269,15 @@ console.log(JSON.stringify({
   it("is type-checked against its declarations with the project's tsc, for import and require, then run", async () => {
     writeFileSync(
       join(app, 'typed.mts'),
-      `import { type Delivery, type Sandbox, SandboxError, startSandbox } from 'shipping-sandbox';
+      `import {
+  ConformanceError,
+  type ConformanceReport,
+  conformance,
+  type Delivery,
+  type Sandbox,
+  SandboxError,
+  startSandbox,
+} from 'shipping-sandbox';
 import * as client from 'shipping-sandbox/client';
 
 declare const console: { log(text: string): void };
@@ -285,12 +293,17 @@ const typo = () => startSandbox({ clockSped: 2 });
 const wait: (filter?: { event?: 'tracking.delivered' }) => Promise<Delivery> = sandbox.waitForDelivery;
 const other = await sandbox.createAccount({ plan: 'enterprise' });
 const failure: unknown = await other.advanceShipment('shp_00000000000000000000000000', 'delivered').catch((e) => e);
+const check: (options: { target: string; key: string }) => Promise<ConformanceReport> = conformance;
+// @ts-expect-error: the target is required
+const untargeted = () => conformance({ key: 'svc_test_x' });
+const refused: unknown = await check({ target: sandbox.url, key: 'svc_test_nobody' }).catch((e) => e);
 await sandbox.stop();
 console.log(JSON.stringify({
   movedAtLeastAnHour: Date.parse(after.now) - Date.parse(before) >= 3_600_000,
   code: failure instanceof SandboxError ? failure.code : 'none',
+  conformance: refused instanceof ConformanceError ? refused.reason : 'none',
   url: sandbox.url === sandbox.origin + '/v1',
-  unused: [typeof teleport, typeof typo, typeof wait, typeof client],
+  unused: [typeof teleport, typeof typo, typeof wait, typeof client, typeof untargeted],
 }));
 `,
     );
@@ -336,8 +349,9 @@ void sandboxPackage.startSandbox(options).then(async (sandbox: sandboxPackage.Sa
     expect(JSON.parse((await node(['out/typed.mjs'])).stdout)).toEqual({
       movedAtLeastAnHour: true,
       code: 'not_found',
+      conformance: 'key_refused',
       url: true,
-      unused: ['function', 'function', 'function', 'object'],
+      unused: ['function', 'function', 'function', 'object', 'function'],
     });
     expect(JSON.parse((await node(['out/required.cjs'])).stdout)).toEqual({ speed: 1, listed: 0 });
   });

@@ -1056,6 +1056,7 @@ export interface components {
             parcel: components["schemas"]["Parcel"];
             reference: string | null;
             tracking_number: string | null;
+            /** @example lbl_01JD3S5Z7QK2N8W4X6Y9A0B1C2 */
             label_id: string | null;
             /**
              * Format: date-time
@@ -1137,6 +1138,7 @@ export interface components {
             data: components["schemas"]["CancelledShipment"];
         };
         CancelledShipment: {
+            /** @example shp_01JD3S5Z7QK2N8W4X6Y9A0B1C2 */
             id: string;
             /** @enum {string} */
             status: "cancelled";
@@ -1166,8 +1168,9 @@ export interface components {
             data: components["schemas"]["Label"];
         };
         Label: {
-            /** @example lbl_01JD… */
+            /** @example lbl_01JD3S5Z7QK2N8W4X6Y9A0B1C2 */
             id: string;
+            /** @example shp_01JD3S5Z7QK2N8W4X6Y9A0B1C2 */
             shipment_id: string;
             /** @example 1Z5R89390357567127 */
             tracking_number: string;
@@ -1227,6 +1230,7 @@ export interface components {
             estimated_at: string;
         };
         VoidedLabel: {
+            /** @example lbl_01JD3S5Z7QK2N8W4X6Y9A0B1C2 */
             id: string;
             /** @enum {string} */
             status: "voided";
@@ -1632,6 +1636,7 @@ export interface components {
             data: components["schemas"]["Shipment"][];
             meta: {
                 total: number;
+                /** @example cur_AAAAAZNXJ4gAAAAAAAAAAQ */
                 cursor: string | null;
                 has_more: boolean;
             };
@@ -1711,7 +1716,7 @@ export interface components {
             can_advance_to: ("pre_transit" | "accepted" | "in_transit" | "out_for_delivery" | "delivered" | "exception" | "returned")[];
         };
         Webhook: {
-            /** @example wh_01JD… */
+            /** @example wh_01JD3S5Z7QK2N8W4X6Y9A0B1C2 */
             id: string;
             url: string;
             events: ("shipment.created" | "shipment.cancelled" | "label.generated" | "label.voided" | "tracking.updated" | "tracking.delivered" | "tracking.exception")[];
@@ -1758,6 +1763,7 @@ export interface components {
             status?: "active" | "disabled";
         };
         DeletedWebhook: {
+            /** @example wh_01JD3S5Z7QK2N8W4X6Y9A0B1C2 */
             id: string;
             /** @enum {boolean} */
             deleted: true;
