@@ -46,12 +46,17 @@ FROM node:20-bookworm-slim
 # NODE_OPTIONS caps V8's young generation at 8 MiB (two semi-spaces of 4): left to itself it grows to
 # 32 MiB under load and stays resident. `-e NODE_OPTIONS=` gives V8 its default back (and a container
 # then compiles the bundle as it starts, the cache having been made under the cap).
+#
+# The health check reads the port the sandbox really bound from its port file (SANDBOX_PORT_FILE, written
+# once it listens and removed when it stops), so it follows PORT or --port wherever they move it. Leave
+# --port-file unset: it would move the file away from the check.
 ENV NODE_ENV=production \
     NODE_OPTIONS=--max-semi-space-size=4 \
     HOST=0.0.0.0 \
     PORT=4010 \
     HTTPS_PORT=4443 \
-    SANDBOX_DATA_DIR=/data
+    SANDBOX_DATA_DIR=/data \
+    SANDBOX_PORT_FILE=/tmp/shipping-sandbox.json
 WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
@@ -61,10 +66,10 @@ COPY scenarios ./scenarios
 # Made here so that a named volume mounted on /data starts out owned by `node`.
 RUN mkdir -p /data && chown node:node /data
 USER node
-# 4010 is HTTP, 4443 HTTPS. The health check follows PORT: change the port with it, not with --port.
+# 4010 is HTTP, 4443 HTTPS (the defaults; publish the ports you choose).
 EXPOSE 4010 4443
 HEALTHCHECK --interval=5s --timeout=3s --start-period=10s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:'+process.env.PORT+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+  CMD ["node", "-e", "Promise.resolve().then(()=>JSON.parse(require('fs').readFileSync(process.env.SANDBOX_PORT_FILE,'utf8')).origin).then(o=>fetch(o+'/healthz')).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 # An entry point, so that flags given to `docker run` after the image name reach the sandbox.
 ENTRYPOINT ["node", "dist/main.js"]
 CMD []

@@ -18,6 +18,8 @@
  * - `dist/dashboard/`: the QA dashboard's browser code (`app.js`, `app.css`) and the API reference's
  *   key bar (`docs.js`, `docs.css`), bundled with Preact as `src/dashboard/ui/build.json` says (the
  *   sandbox bundles the same in memory when it runs from its sources).
+ * - `dist/swagger-ui/`: Swagger UI's files for `/docs`, copied from a development dependency (see
+ *   copySwaggerUi).
  *
  * Heavy renderers stay outside the bundle and load from node_modules on first use; better-sqlite3
  * and workerpool are native or spawn files of their own.
@@ -25,6 +27,7 @@
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
+  copyFileSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
@@ -144,10 +147,31 @@ await build({
   ...JSON.parse(readFileSync('src/dashboard/ui/build.json', 'utf8')),
   outdir: 'dist/dashboard',
 });
+copySwaggerUi();
 
 makeCodeCache();
 
 if (process.argv.includes('--declarations')) emitDeclarations();
+
+/**
+ * Swagger UI's standalone files, which `/docs` serves (src/dashboard/swagger.ts), copied from
+ * `swagger-ui-dist` with its licence, notice and the licences of what its bundle holds. The package
+ * ships this copy so that installing it installs neither `swagger-ui-dist` nor the install-time
+ * analytics (`@scarf/scarf`) that it depends on.
+ */
+function copySwaggerUi() {
+  const from = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
+  const to = join('dist', 'swagger-ui');
+  mkdirSync(to, { recursive: true });
+  for (const name of [
+    'swagger-ui-bundle.js',
+    'swagger-ui-bundle.js.LICENSE.txt',
+    'swagger-ui.css',
+    'LICENSE',
+    'NOTICE',
+  ])
+    copyFileSync(join(from, name), join(to, name));
+}
 
 /**
  * Starts the built command once (in memory, on free loopback ports, with a temporary folder of its

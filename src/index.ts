@@ -4,6 +4,8 @@
  * with an account of its own, and stops it without leaving anything behind.
  */
 import { type Config, SETTINGS, testConfig } from './config/index.js';
+import { runConformance } from './conformance/run.js';
+import type { ConformanceOptions, ConformanceReport } from './conformance/types.js';
 import { accountControls, type CallApp } from './embed/account.js';
 import { answerOf } from './embed/answer.js';
 import { SandboxError } from './embed/errors.js';
@@ -14,8 +16,20 @@ import { type RunningServer, startServer } from './server.js';
 import { presentAttempt } from './webhooks/service.js';
 import type { Sandbox as SandboxApp } from './wiring.js';
 
+export { ConformanceError } from './conformance/errors.js';
+export type * from './conformance/types.js';
 export type * from './embed/types.js';
 export { SandboxError };
+
+/**
+ * Runs the conformance script (docs/conformance.md) against another deployment of the API and, side by
+ * side, against a sandbox of its own in this process, and resolves with every difference. Rejects with
+ * a ConformanceError when the target cannot be reached or refuses the key on the first call.
+ */
+export function conformance(options: ConformanceOptions): Promise<ConformanceReport> {
+  // Three labels are rendered: on this thread, rather than starting render threads for them.
+  return runConformance(options, () => startSandbox({ logLevel: 'silent', renderThreads: 0 }));
+}
 
 /**
  * Starts a sandbox in this process and resolves once it answers: HTTP on a free port of 127.0.0.1,

@@ -2,6 +2,7 @@
 import nodeModule from 'node:module';
 import type { Logger } from 'pino';
 import { DEFAULT_ACCOUNT } from './accounts/default-account.js';
+import { endQuietlyWhenOutputCloses } from './cli/closed-pipe.js';
 import { runCommandLine } from './cli/program.js';
 import {
   bannerText,
@@ -24,10 +25,13 @@ const version = SANDBOX_VERSION;
 
 /** The command line: serve (the default), or control a running sandbox (src/cli/). */
 async function main(): Promise<void> {
+  endQuietlyWhenOutputCloses();
   const status = await runCommandLine(process.argv.slice(2), {
     version,
     servingFlags: Object.values(SETTINGS),
     serve,
+    // Loaded only for this command: it starts a sandbox of its own in this process.
+    conformance: async (options) => (await import('./index.js')).conformance(options),
   });
   if (status !== 0) process.exitCode = status;
 }

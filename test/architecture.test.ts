@@ -89,6 +89,10 @@ describe('the import rules', () => {
       'src/webhooks/signature.ts': 'export const signatureHeader = 1;\n',
       'src/dashboard/ui/app.ts':
         "import { signatureHeader } from '../../webhooks/signature.js';\nexport const a = signatureHeader;\n",
+      // The client's types are the page's to use; its code is not.
+      'src/dashboard/ui/types.ts':
+        "import type { Label } from '../../client/types.js';\nimport { createClient } from '../../client/index.js';\nexport type L = Label;\nexport const c = createClient;\n",
+      'src/client/types.ts': 'export type Label = { id: string };\n',
       'src/dashboard/module.ts': "import { a } from './ui/app.js';\nexport const m = a;\n",
       // A new resource, named nowhere in the rules: it may stand on the ground alone.
       'src/parcels/service.ts': "import { x } from '../shipments/store.js';\nexport const p = x;\n",
@@ -125,6 +129,12 @@ describe('the import rules', () => {
         /^the-client-stands-alone: src\/client\/index.ts -> .*node_modules\/hono\//.test(v),
       ),
     ).toBe(true);
+    expect(violations(result)).toContain(
+      'the-browser-code-stands-alone: src/dashboard/ui/types.ts -> src/client/index.ts',
+    );
+    expect(violations(result)).not.toContain(
+      'the-browser-code-stands-alone: src/dashboard/ui/types.ts -> src/client/types.ts',
+    );
     expect(violations(result)).toContain('core-is-the-ground: src/core/ids.ts -> src/shipments/store.ts');
     expect(
       violations(result).some((v) =>

@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { testConfig } from '../src/config/index.js';
 import { type RunningSandbox, startServer } from '../src/server.js';
 
@@ -64,7 +65,7 @@ export interface GuardedPage {
 export async function guardedPage(
   browser: Browser,
   origin: string,
-  viewport = { width: 1280, height: 800 },
+  viewport: Viewport = { width: 1280, height: 800 },
 ): Promise<GuardedPage> {
   const context = await browser.newContext({ viewport, acceptDownloads: true });
   const problems: Problem[] = [];
@@ -84,6 +85,121 @@ export async function guardedPage(
     }
   });
   return { context, page, problems };
+}
+
+/** A viewport: the page's width and height in CSS pixels. */
+export interface Viewport {
+  width: number;
+  height: number;
+}
+
+/** What a browser test file works with: see browserSession. */
+export interface BrowserSession {
+  /** The sandbox's origin (`http://127.0.0.1:<port>`), once the file's tests run. */
+  readonly origin: string;
+  readonly browser: Browser;
+  /** A guarded page in a fresh context, closed after the test and its problems judged then. */
+  page(viewport?: Viewport): Promise<Page>;
+  /** `page()`, gone to `path` on the sandbox. */
+  open(path: string, viewport?: Viewport): Promise<Page>;
+  /** The dashboard signed in through a link with `key`, then on `screen` (a fragment such as `#/clock`). */
+  signedIn(key: string, screen?: string, viewport?: Viewport): Promise<Page>;
+  /**
+   * Failed loads of these URLs are the test's own doing (an API error it causes on purpose): the
+   * browser's console errors about them do not fail it. For the current test only.
+   */
+  expectFailedLoads(...urls: RegExp[]): void;
+  /** Closed after the test, whatever its outcome (a webhook receiver). */
+  closeAfterTest<T extends { close(): Promise<unknown> }>(closable: T): T;
+}
+
+/**
+ * The one server and one Chromium of a browser test file, started before its first test and closed
+ * after its last, and the pages its tests open. After each test, every page it opened is closed and
+ * anything that went wrong on them (see guardedPage) fails it, but for the failed loads it said to
+ * expect. Call it at the top of the file: it registers the file's hooks.
+ */
+export function browserSession(options: { timeoutMs?: number } = {}): BrowserSession {
+  const timeoutMs = options.timeoutMs ?? 10_000;
+  let server: RunningSandbox | undefined;
+  let browser: Browser | undefined;
+  const pages: GuardedPage[] = [];
+  const closables: { close(): Promise<unknown> }[] = [];
+  let expectedFailures: RegExp[] = [];
+
+  beforeAll(async () => {
+    const missing = chromiumMissing();
+    if (missing) throw new Error(missing);
+    [server, browser] = await Promise.all([startTestServer(), launchChromium()]);
+  }, 30_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await server?.close();
+  });
+
+  afterEach(async () => {
+    const problems: Problem[] = [];
+    for (const guarded of pages.splice(0)) {
+      problems.push(...guarded.problems);
+      await guarded.context.close();
+    }
+    await Promise.all(closables.splice(0).map((closable) => closable.close()));
+    const expected = expectedFailures;
+    expectedFailures = [];
+    const unexpected = problems.filter(
+      (problem) =>
+        !(
+          problem.kind === 'console error' &&
+          /^Failed to load resource/.test(problem.text) &&
+          expected.some((pattern) => pattern.test(problem.url))
+        ),
+    );
+    expect(unexpected).toEqual([]);
+  });
+
+  const running = () => {
+    if (!server || !browser) throw new Error('the browser session starts before the first test');
+    return { server, browser };
+  };
+
+  const session: BrowserSession = {
+    get origin() {
+      return running().server.origin;
+    },
+    get browser() {
+      return running().browser;
+    },
+    async page(viewport) {
+      const guarded = await guardedPage(running().browser, session.origin, viewport);
+      guarded.context.setDefaultTimeout(timeoutMs);
+      pages.push(guarded);
+      return guarded.page;
+    },
+    async open(path, viewport) {
+      const page = await session.page(viewport);
+      await page.goto(`${session.origin}${path}`);
+      return page;
+    },
+    async signedIn(key, screen, viewport) {
+      const page = await session.open(`/dashboard#key=${key}`, viewport);
+      await page.getByRole('button', { name: 'Sign out' }).waitFor();
+      if (screen) {
+        await page.evaluate((hash) => {
+          window.location.hash = hash;
+        }, screen);
+      }
+      return page;
+    },
+    expectFailedLoads(...urls) {
+      expectedFailures.push(...urls);
+    },
+    closeAfterTest(closable) {
+      closables.push(closable);
+      return closable;
+    },
+  };
+  return session;
 }
 
 /** A client of the running sandbox's API with one key, for setting the scene and checking it. */

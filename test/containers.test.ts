@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
+import { DEFAULT_ACCOUNT } from '../src/accounts/default-account.js';
 import {
   type Config,
   parseCommandLine,
@@ -204,15 +205,59 @@ describe('the Dockerfile', () => {
     const [, options = '', exec = '[]'] = /^((?:--[a-z-]+=\S+\s+)*)CMD\s+(\[.*\])$/s.exec(healthcheck) ?? [];
     const command = JSON.parse(exec) as string[];
 
-    it('asks /healthz on the loopback at PORT, in the exec form', () => {
+    it('asks /healthz at the origin in the port file the image sets, in the exec form', () => {
       expect(options).toMatch(/--interval=\d+s/);
       expect(command.slice(0, 2)).toEqual(['node', '-e']);
-      expect(command[2]).toContain("'http://127.0.0.1:'+process.env.PORT+'/healthz'");
+      expect(command[2]).toContain('process.env.SANDBOX_PORT_FILE');
+      expect(command[2]).toContain("'/healthz'");
+      expect(imageEnv.SANDBOX_PORT_FILE).toMatch(/^\/tmp\//);
     });
 
-    it('passes on a sandbox that is up and fails where none listens', async () => {
-      expect(await runCheck(command, { PORT: String(sandboxPort) })).toBe(0);
-      expect(await runCheck(command, { PORT: String(await freePort()) })).toBe(1);
+    // The built command, started as the image starts it but for the port: PORT moved, or --port.
+    it.each([
+      ['PORT', (port: number) => ({ args: [], env: { PORT: String(port) } })],
+      ['--port', (port: number) => ({ args: ['--port', String(port)], env: {} })],
+    ])('follows the port the sandbox bound when %s moves it, and fails once it stops', async (_, how) => {
+      const dir = mkdtempSync(join(tmpdir(), 'sandbox-healthcheck-'));
+      const portFile = join(dir, 'port.json');
+      const port = await freePort();
+      const { args: extra, env } = how(port);
+      const server = spawn(
+        process.execPath,
+        ['dist/main.js', '--memory', '--https-port', '0', '--log-level', 'warn', ...extra],
+        {
+          env: { ...process.env, HOST: '127.0.0.1', PORT: '4010', SANDBOX_PORT_FILE: portFile, ...env },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
+      const exited = new Promise((done) => server.once('exit', done));
+      try {
+        await new Promise<void>((ready, fail) => {
+          server.stdout.on('data', (chunk) => {
+            if (String(chunk).includes('"ready":true')) ready();
+          });
+          server.once('exit', (code) => fail(new Error(`the sandbox exited with ${code}`)));
+        });
+        expect(JSON.parse(readFileSync(portFile, 'utf8')).port).toBe(port);
+        expect(await runCheck(command, { SANDBOX_PORT_FILE: portFile })).toBe(0);
+      } finally {
+        server.kill('SIGTERM');
+        await exited;
+      }
+      // Stopped: the file is gone, and the check fails rather than asking a port nobody holds.
+      expect(existsSync(portFile)).toBe(false);
+      expect(await runCheck(command, { SANDBOX_PORT_FILE: portFile })).toBe(1);
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    it('fails where the port file names a port that nothing listens on', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'sandbox-healthcheck-'));
+      const portFile = join(dir, 'port.json');
+      writeFileSync(portFile, JSON.stringify({ origin: `http://127.0.0.1:${await freePort()}` }));
+      expect(await runCheck(command, { SANDBOX_PORT_FILE: portFile })).toBe(1);
+      writeFileSync(portFile, JSON.stringify({ origin: `http://127.0.0.1:${sandboxPort}` }));
+      expect(await runCheck(command, { SANDBOX_PORT_FILE: portFile })).toBe(0);
+      rmSync(dir, { recursive: true, force: true });
     });
   });
 });
@@ -352,69 +397,58 @@ describe('the Compose example', () => {
 });
 
 // ---------------------------------------------------------------------------------------------
-// The GitHub Actions example
-
-/** Splits `docker create` options as the runner does: on spaces outside double quotes. */
-function splitOptions(text: string): string[] {
-  return [...text.matchAll(/(?:[^\s"]+|"[^"]*")+/g)].map(([token]) => token.replaceAll('"', ''));
-}
+// The GitHub Actions example (test/package.test.ts runs its steps against the installed package)
 
 describe('the GitHub Actions example', () => {
   const workflow = parseYaml(read('examples/github-actions/sandbox-tests.yml')) as {
     jobs: Record<
       string,
       {
-        services: Record<
-          string,
-          { image: string; ports: string[]; env: Record<string, string>; options: string }
-        >;
+        services?: unknown;
         env: Record<string, string>;
-        steps: Array<{ run?: string; uses?: string; with?: Record<string, unknown> }>;
+        steps: Array<{ name?: string; run?: string; uses?: string; with?: Record<string, unknown> }>;
       }
     >;
   };
   const job = Object.values(workflow.jobs)[0];
-  const service = job?.services.sandbox;
-  const options = splitOptions(service?.options ?? '');
-  const option = (name: string) => options[options.indexOf(name) + 1];
+  const steps = job?.steps ?? [];
+  const index = (test: (step: (typeof steps)[number]) => boolean) => steps.findIndex(test);
 
-  it('runs the image as a service container on the exposed ports', () => {
-    expect(service?.image).toMatch(new RegExp(`(^|/)${IMAGE_NAME}(:[\\w.-]+)?$`));
-    expect(service?.ports).toEqual([`${HTTP_PORT}:${HTTP_PORT}`, `${HTTPS_PORT}:${HTTPS_PORT}`]);
-  });
-
-  it('sets the sandbox through variables it has, letting webhooks reach the runner', () => {
-    const env = service?.env ?? {};
-    for (const name of Object.keys(env)) expect(VARIABLES, name).toContain(name);
-    const parsed = parseCommandLine([], { ...imageEnv, ...env });
-    if (parsed.help) throw new Error('--help');
-    expect(webhookTargetsOf(parsed.config)).toBe('public');
-    expect(parsed.config.webhookAllowHosts).toContain('host.docker.internal');
-    expect(parsed.config.allowHttpWebhooks).toBe(true);
-    expect(options).toContain('--add-host=host.docker.internal:host-gateway');
-    expect(new URL(job?.env.WEBHOOK_URL ?? '').hostname).toBe('host.docker.internal');
-  });
-
-  it('has a health check on /healthz that passes on a sandbox that is up', async () => {
-    const check = option('--health-cmd') ?? '';
-    expect(check).toContain(`http://127.0.0.1:${HTTP_PORT}/healthz`);
-    expect(option('--health-interval')).toMatch(/^\d+s$/);
-    expect(Number(option('--health-retries'))).toBeGreaterThan(0);
-    if (process.platform === 'win32') return;
-    // Docker runs a string health check with /bin/sh -c.
-    expect(await runCheck(['/bin/sh', '-c', onPort(check, HTTP_PORT, sandboxPort)])).toBe(0);
-    expect(await runCheck(['/bin/sh', '-c', onPort(check, HTTP_PORT, await freePort())])).toBe(1);
-  });
-
-  it('waits on /healthz, then runs the tests on the same Node major', () => {
-    const steps = job?.steps ?? [];
-    const wait = steps.findIndex((step) => step.run?.includes(`http://localhost:${HTTP_PORT}/healthz`));
-    const test = steps.findIndex((step) => step.run === 'npm test');
-    expect(wait).toBeGreaterThanOrEqual(0);
-    expect(test).toBeGreaterThan(wait);
+  it('needs no published image: it installs the project, the sandbox with it, and starts that', () => {
+    expect(job?.services).toBeUndefined();
+    const install = index((step) => step.run === 'npm ci');
+    const start = index((step) => step.run?.includes('node_modules/.bin/shipping-sandbox') === true);
+    expect(install).toBeGreaterThanOrEqual(0);
+    expect(start).toBeGreaterThan(install);
     const setup = steps.find((step) => step.uses?.startsWith('actions/setup-node'));
     expect(String(setup?.with?.['node-version'])).toBe(NODE_MAJOR);
-    expect(new URL(job?.env.SHIPPING_API_URL ?? '').port).toBe(String(HTTP_PORT));
+  });
+
+  it('starts it with flags it has, waits on /healthz, then runs the tests, and stops it always', () => {
+    const start = steps[index((step) => step.run?.includes('node_modules/.bin/shipping-sandbox') === true)];
+    const command = /shipping-sandbox([^>&\n]*)/.exec(start?.run ?? '')?.[1] ?? '';
+    const flags = command.split(/\s+/).filter((arg) => arg.startsWith('--'));
+    for (const flag of flags) expect(FLAGS, flag).toContain(flag);
+    const wait = index((step) => step.run?.includes('http://127.0.0.1:4010/healthz') === true);
+    const test = index((step) => step.run === 'npm test');
+    expect(wait).toBeGreaterThan(index((step) => step === start));
+    expect(test).toBeGreaterThan(wait);
+    const stop = steps.find((step) => step.run?.startsWith('kill '));
+    expect(stop).toMatchObject({ if: 'always()' });
+  });
+
+  it('gives the tests the URL, key and receiver a loopback sandbox has', () => {
+    const parsed = parseCommandLine([], {});
+    if (parsed.help) throw new Error('--help');
+    const api = new URL(job?.env.SHIPPING_API_URL ?? '');
+    expect([api.hostname, api.port, api.pathname]).toEqual([
+      parsed.config.host,
+      String(parsed.config.port),
+      '/v1',
+    ]);
+    expect(job?.env.SHIPPING_API_KEY).toBe(DEFAULT_ACCOUNT.api_key.value);
+    expect(webhookTargetsOf(parsed.config)).toBe('local');
+    expect(new URL(job?.env.WEBHOOK_URL ?? '').hostname).toBe('127.0.0.1');
   });
 });
 

@@ -1,20 +1,11 @@
 import { readFileSync } from 'node:fs';
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
 import { evidenceLink } from '../src/dashboard/ui/evidence.js';
 import { hrefOf, parseRoute, type Route, sectionOf } from '../src/dashboard/ui/routes.js';
-import type { RunningSandbox } from '../src/server.js';
-import {
-  chromiumMissing,
-  type GuardedPage,
-  guardedPage,
-  launchChromium,
-  newFrozenAccount,
-  type Problem,
-  startTestServer,
-} from './browser.js';
+import { browserSession, newFrozenAccount } from './browser.js';
 import { shipmentRequest } from './helpers.js';
-import { type Receiver, startReceiver } from './receiver.js';
+import { startReceiver } from './receiver.js';
 import { elementsNamed, parseXml } from './xml.js';
 
 /**
@@ -25,45 +16,8 @@ import { elementsNamed, parseXml } from './xml.js';
  * any script or console error fails the test.
  */
 
-let server: RunningSandbox;
-let browser: Browser;
-const receivers: Receiver[] = [];
-const pages: GuardedPage[] = [];
-
-beforeAll(async () => {
-  const missing = chromiumMissing();
-  if (missing) throw new Error(missing);
-  [server, browser] = await Promise.all([startTestServer(), launchChromium()]);
-}, 30_000);
-
-afterAll(async () => {
-  await browser?.close();
-  await server?.close();
-});
-
-afterEach(async () => {
-  const problems: Problem[] = [];
-  for (const guarded of pages.splice(0)) {
-    problems.push(...guarded.problems);
-    await guarded.context.close();
-  }
-  await Promise.all(receivers.splice(0).map((receiver) => receiver.close()));
-  expect(problems).toEqual([]);
-});
-
-/** The dashboard signed in through a link with the key, then on `screen` (a fragment). */
-async function signedIn(key: string, screen: string, viewport?: { width: number; height: number }) {
-  const guarded = await guardedPage(browser, server.origin, viewport);
-  guarded.context.setDefaultTimeout(10_000);
-  pages.push(guarded);
-  const { page } = guarded;
-  await page.goto(`${server.origin}/dashboard#key=${key}`);
-  await page.getByRole('button', { name: 'Sign out' }).waitFor();
-  await page.evaluate((hash) => {
-    window.location.hash = hash;
-  }, screen);
-  return page;
-}
+const session = browserSession();
+const { signedIn } = session;
 
 /** The panel of one check, found by its title. */
 const checkPanel = (page: Page, title: string) =>
@@ -74,9 +28,8 @@ const checkPanel = (page: Page, title: string) =>
  * delivery 500 and then 200 to anything, signed or not.
  */
 async function carelessAccount() {
-  const account = await newFrozenAccount(server.origin, 'Careless client');
-  const receiver = await startReceiver([500, 200]);
-  receivers.push(receiver);
+  const account = await newFrozenAccount(session.origin, 'Careless client');
+  const receiver = session.closeAfterTest(await startReceiver([500, 200]));
   const hook = await account.api('POST', '/v1/webhooks', {
     url: receiver.url,
     events: ['tracking.delivered'],
@@ -185,25 +138,31 @@ describe('the integration report screen', { timeout: 60_000 }, () => {
   });
 
   it('links an expired label URL to its shipment', async () => {
-    const account = await newFrozenAccount(server.origin, 'Late printer');
+    const account = await newFrozenAccount(session.origin, 'Late printer');
     const shipment = (await account.api('POST', '/v1/shipments', shipmentRequest())).json;
     const label = (await account.api('POST', '/v1/labels', { shipment_id: shipment.id })).json;
     // A label URL lasts 7 days.
     expect((await account.api('POST', '/_sandbox/clock/advance', { by: '8d' })).status).toBe(200);
     expect((await fetch(label.label_url)).status).toBe(403);
 
+    const journaled = (await account.api('GET', '/_sandbox/requests')).json.data.length;
+
     const page = await signedIn(account.key, '#/report');
     const check = checkPanel(page, 'fail Fetches label URLs only while they are valid');
-    await check.getByRole('link', { name: `View the shipment of label ${label.id}` }).click();
+    const link = check.getByRole('link', { name: `View the shipment of label ${label.id}` });
+    // The evidence names the shipment: the link goes straight there.
+    expect(await link.getAttribute('href')).toBe(`#/shipments/${shipment.id}`);
+    await link.click();
     await page.getByRole('heading', { name: `Shipment ${shipment.id}` }).waitFor();
-    // The stop at the label left no trace in the history: back is the report.
     expect(new URL(page.url()).hash).toBe(`#/shipments/${shipment.id}`);
     await page.goBack();
     await page.getByRole('heading', { name: /^Verdict:/ }).waitFor();
+    // Nothing the dashboard did on the way was one of the client's requests.
+    expect((await account.api('GET', '/_sandbox/requests')).json.data).toHaveLength(journaled);
   });
 
   it('says what a clean account has not shown yet, and fits a phone', async () => {
-    const account = await newFrozenAccount(server.origin, 'Fresh client');
+    const account = await newFrozenAccount(session.origin, 'Fresh client');
     const page = await signedIn(account.key, '#/report', { width: 390, height: 844 });
     await page.getByRole('heading', { name: 'Verdict: not observed' }).waitFor();
     const signatures = checkPanel(page, 'not observed Refuses webhook deliveries with a wrong signature');
@@ -219,7 +178,7 @@ describe('the integration report screen', { timeout: 60_000 }, () => {
   });
 
   it('says so when a linked request has left the journal', async () => {
-    const account = await newFrozenAccount(server.origin, 'Forgetful');
+    const account = await newFrozenAccount(session.origin, 'Forgetful');
     const page = await signedIn(account.key, '#/requests/req_01JD0000000000000000000000');
     await page.getByText(/Request req_01JD0000000000000000000000 is no longer in the journal/).waitFor();
   });
@@ -230,14 +189,14 @@ describe('the links the report makes', () => {
     const routes: Route[] = [
       { screen: 'requests', id: 'req_01JD3S5Z7QK2N8W4X6Y9A0B1C2' },
       { screen: 'webhooks', id: 'wh_01JD3S5Z7QK2N8W4X6Y9A0B1C2', delivery: 'dlv_01JD3S5Z7QK2N8W4X6Y9A0B1C3' },
-      { screen: 'label', id: 'lbl_01JD3S5Z7QK2N8W4X6Y9A0B1C2' },
+      { screen: 'shipment', id: 'shp_01JD3S5Z7QK2N8W4X6Y9A0B1C2' },
     ];
     for (const route of routes) expect(parseRoute(hrefOf(route))).toEqual(route);
-    expect(sectionOf({ screen: 'label', id: 'lbl_1' })).toBe('shipments');
+    expect(sectionOf({ screen: 'shipment', id: 'shp_1' })).toBe('shipments');
     // Anything but identifiers after the screen's name names no one thing.
     expect(parseRoute('#/requests/<img>')).toEqual({ screen: 'requests' });
     expect(parseRoute('#/webhooks/wh_1/dlv_1/x')).toEqual({ screen: 'webhooks' });
-    expect(parseRoute('#/labels/lbl_1/x')).toEqual({ screen: 'shipments' });
+    expect(parseRoute('#/shipments/shp_1/x')).toEqual({ screen: 'shipments' });
   });
 
   it('go from each kind of evidence to where it lives', () => {
@@ -246,8 +205,8 @@ describe('the links the report makes', () => {
     expect(evidenceLink({ kind: 'delivery', id: 'dlv_1', webhook_id: 'wh_1', ...at }).href).toBe(
       '#/webhooks/wh_1/dlv_1',
     );
-    expect(evidenceLink({ kind: 'label_url', id: 'lbl_1', ...at })).toEqual({
-      href: '#/labels/lbl_1',
+    expect(evidenceLink({ kind: 'label_url', id: 'lbl_1', shipment_id: 'shp_1', ...at })).toEqual({
+      href: '#/shipments/shp_1',
       text: 'View the shipment of label lbl_1',
     });
   });

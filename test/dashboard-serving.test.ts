@@ -1,9 +1,10 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { build } from 'esbuild';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BUILD_OPTIONS, dashboardBundle } from '../src/dashboard/bundle.js';
+import { BUILT_SWAGGER_UI, SWAGGER_FILES, swaggerFiles } from '../src/dashboard/swagger.js';
 import { createTestSandbox, expectError } from './helpers.js';
 
 /** How the sandbox serves the dashboard, its assets and the reference: no key, nothing from elsewhere. */
@@ -101,6 +102,18 @@ describe('GET /docs', () => {
     expect(style.status).toBe(200);
     const script = await sandbox.call('GET', '/dashboard/assets/docs.js', { key: null });
     expect(script.status).toBe(200);
+  });
+
+  // The package ships the build's copy (swagger-ui-dist is a development dependency only).
+  it('serves the same Swagger UI from the build as from swagger-ui-dist', async () => {
+    const fromBuild = swaggerFiles({ fromSources: false, builtDir: BUILT_SWAGGER_UI });
+    const fromPackage = swaggerFiles({ fromSources: true });
+    for (const name of SWAGGER_FILES) {
+      const built = await fromBuild(name);
+      expect(built?.bytes.length, `npm test builds dist/ first: ${name}`).toBeGreaterThan(1000);
+      expect(built?.etag).toBe((await fromPackage(name))?.etag);
+    }
+    expect(existsSync(join(BUILT_SWAGGER_UI, 'LICENSE'))).toBe(true);
   });
 
   it('serves nothing else of the package', async () => {

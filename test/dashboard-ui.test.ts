@@ -7,6 +7,7 @@ import {
   prettyBody,
   relativeTo,
 } from '../src/dashboard/ui/format.js';
+import { attemptOutcome } from '../src/dashboard/ui/outcome.js';
 import { Poller } from '../src/dashboard/ui/poller.js';
 import { hrefOf, parseRoute, type Route, sectionOf } from '../src/dashboard/ui/routes.js';
 import {
@@ -17,6 +18,7 @@ import {
   memoryStore,
   startingKey,
 } from '../src/dashboard/ui/session.js';
+import { voidRefusal } from '../src/dashboard/ui/voiding.js';
 
 /** The dashboard's browser logic that is more than drawing: run here without a browser. */
 
@@ -293,5 +295,72 @@ describe('polling', () => {
     await new Promise((resolve) => setImmediate(resolve));
     expect(h.results).toEqual([{ data: 1 }, { data: 2 }]);
     expect(h.hasTimer()).toBe(true);
+  });
+});
+
+describe('voiding a label', () => {
+  const label = { status: 'active' as const, created_at: '2026-11-01T10:00:00Z' };
+  const labelled = { status: 'pre_transit' as const, occurred_at: '2026-11-01T10:00:00Z' };
+
+  it('is offered for an active label not yet scanned, within 30 days of its creation', () => {
+    expect(voidRefusal(label, [labelled], '2026-11-01T10:00:00Z')).toBeUndefined();
+    expect(voidRefusal(label, [], '2026-12-01T10:00:00Z')).toBeUndefined();
+    // A second pre_transit event is no scan.
+    expect(voidRefusal(label, [labelled, labelled], '2026-11-20T00:00:00Z')).toBeUndefined();
+  });
+
+  it('is refused once the tracking left pre_transit, naming the first scan, even if it came back', () => {
+    const events = [
+      { status: 'pre_transit' as const, occurred_at: '2026-11-03T09:00:00Z' },
+      { status: 'exception' as const, occurred_at: '2026-11-02T09:00:00Z' },
+      { status: 'accepted' as const, occurred_at: '2026-11-01T12:00:00Z' },
+      labelled,
+    ];
+    expect(voidRefusal(label, events, '2026-11-04T00:00:00Z')).toBe(
+      'The carrier scanned the parcel at 2026-11-01 12:00:00 UTC: a scanned label cannot be voided.',
+    );
+  });
+
+  it('is refused a second after the 30 days, and for a label already voided', () => {
+    expect(voidRefusal(label, [labelled], '2026-12-01T10:00:01Z')).toBe(
+      'The 30 days in which a label can be voided ended at 2026-12-01 10:00:00 UTC.',
+    );
+    expect(voidRefusal({ ...label, status: 'voided' }, [labelled], '2026-11-02T00:00:00Z')).toBe(
+      'The label is voided.',
+    );
+  });
+});
+
+describe("a delivery attempt's outcome", () => {
+  const attempt = (status: 'succeeded' | 'failed' | 'scheduled', extra = {}) => ({
+    status,
+    probe_signature: null,
+    error: null,
+    ...extra,
+  });
+
+  it('is its status, for a delivery and for a genuine probe', () => {
+    expect(attemptOutcome(attempt('succeeded'))).toEqual({ words: 'succeeded', tone: 'succeeded' });
+    expect(attemptOutcome(attempt('failed', { error: 'http' }))).toEqual({ words: 'failed', tone: 'failed' });
+    expect(attemptOutcome(attempt('failed', { error: 'http', probe_signature: 'genuine' }))).toEqual({
+      words: 'failed',
+      tone: 'failed',
+    });
+  });
+
+  it('is judged the other way round for a forged probe: refused passes, accepted fails, silence tells nothing', () => {
+    const forged = { probe_signature: 'forged' };
+    expect(attemptOutcome(attempt('failed', { ...forged, error: 'http' }))).toEqual({
+      words: 'pass (refused)',
+      tone: 'pass',
+    });
+    expect(attemptOutcome(attempt('succeeded', forged))).toEqual({ words: 'fail (accepted)', tone: 'fail' });
+    for (const error of ['timeout', 'connection', 'destination_not_allowed']) {
+      expect(attemptOutcome(attempt('failed', { ...forged, error }))).toEqual({
+        words: 'no answer',
+        tone: 'not_observed',
+      });
+    }
+    expect(attemptOutcome(attempt('scheduled', forged))).toEqual({ words: 'scheduled', tone: 'scheduled' });
   });
 });

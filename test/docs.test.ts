@@ -1,15 +1,6 @@
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { RunningSandbox } from '../src/server.js';
-import {
-  chromiumMissing,
-  type GuardedPage,
-  guardedPage,
-  launchChromium,
-  newFrozenAccount,
-  type Problem,
-  startTestServer,
-} from './browser.js';
+import type { Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
+import { browserSession, guardedPage, newFrozenAccount } from './browser.js';
 
 /**
  * `/docs` in a real headless Chromium: Swagger UI served by the sandbox from its own copy, rendering
@@ -17,37 +8,8 @@ import {
  * signed-in key to the sandbox.
  */
 
-let server: RunningSandbox;
-let browser: Browser;
-const pages: GuardedPage[] = [];
-
-beforeAll(async () => {
-  const missing = chromiumMissing();
-  if (missing) throw new Error(missing);
-  [server, browser] = await Promise.all([startTestServer(), launchChromium()]);
-}, 30_000);
-
-afterAll(async () => {
-  await browser?.close();
-  await server?.close();
-});
-
-afterEach(async () => {
-  const problems: Problem[] = [];
-  for (const guarded of pages.splice(0)) {
-    problems.push(...guarded.problems);
-    await guarded.context.close();
-  }
-  expect(problems).toEqual([]);
-});
-
-async function open(path: string): Promise<Page> {
-  const guarded = await guardedPage(browser, server.origin);
-  guarded.context.setDefaultTimeout(15_000);
-  pages.push(guarded);
-  await guarded.page.goto(`${server.origin}${path}`);
-  return guarded.page;
-}
+const session = browserSession({ timeoutMs: 15_000 });
+const { open } = session;
 
 /** Opens an operation, tries it out, and answers the status Swagger UI shows for it. */
 async function tryItOut(page: Page, method: string, path: string): Promise<string> {
@@ -74,7 +36,7 @@ describe('/docs', { timeout: 30_000 }, () => {
     const page = await open('/docs');
     await page.getByRole('heading', { name: /Shipping Sandbox/ }).waitFor();
     await page.locator('.opblock').first().waitFor();
-    const document = (await (await fetch(`${server.origin}/openapi.json`)).json()) as {
+    const document = (await (await fetch(`${session.origin}/openapi.json`)).json()) as {
       paths: Record<string, Record<string, unknown>>;
       webhooks: Record<string, Record<string, unknown>>;
     };
@@ -90,7 +52,7 @@ describe('/docs', { timeout: 30_000 }, () => {
   });
 
   it('tries an operation out with the key the dashboard signed in with', async () => {
-    const account = await newFrozenAccount(server.origin);
+    const account = await newFrozenAccount(session.origin);
     const page = await open(`/dashboard#key=${account.key}`);
     await page.getByRole('link', { name: 'API reference' }).click();
     await page.locator('.opblock').first().waitFor();
@@ -106,7 +68,7 @@ describe('/docs', { timeout: 30_000 }, () => {
   });
 
   it('takes a key typed into its bar', async () => {
-    const typed = await newFrozenAccount(server.origin);
+    const typed = await newFrozenAccount(session.origin);
     const page = await open('/docs');
     await page.locator('.opblock').first().waitFor();
     await page.getByLabel('API key for “Try it out”').fill(typed.key);
@@ -120,7 +82,7 @@ describe('/docs', { timeout: 30_000 }, () => {
   });
 
   it('takes a key in the fragment, and takes it out of the address', async () => {
-    const linked = await newFrozenAccount(server.origin);
+    const linked = await newFrozenAccount(session.origin);
     const page = await open(`/docs#key=${linked.key}`);
     await page.locator('.opblock').first().waitFor();
     expect(page.url()).not.toContain(linked.key);
@@ -131,9 +93,9 @@ describe('/docs', { timeout: 30_000 }, () => {
 
 describe('the page guard', () => {
   it('catches a page that reaches for another origin (a loopback name, refused before it leaves)', async () => {
-    const guarded = await guardedPage(browser, server.origin);
+    const guarded = await guardedPage(session.browser, session.origin);
     try {
-      const elsewhere = server.origin.replace('127.0.0.1', 'localhost');
+      const elsewhere = session.origin.replace('127.0.0.1', 'localhost');
       await guarded.page.goto(`${elsewhere}/healthz`).catch(() => undefined);
       expect(guarded.problems).toEqual([
         { kind: 'request elsewhere', text: `${elsewhere}/healthz`, url: `${elsewhere}/healthz` },

@@ -100,6 +100,22 @@ describe('the built command', () => {
     }
   });
 
+  // The installed package, which has no swagger-ui-dist at all, is proven by test/package.test.ts.
+  it("serves /docs with the build's copy of Swagger UI", async () => {
+    const { child, origin, stderr } = await start(join(scratch, 'data-docs'));
+    try {
+      expect((await fetch(`${origin}/docs`)).status).toBe(200);
+      for (const name of ['swagger-ui-bundle.js', 'swagger-ui.css']) {
+        const asset = await fetch(`${origin}/docs/assets/${name}`);
+        expect(asset.status, name).toBe(200);
+        expect(await asset.text()).toBe(readFileSync(join('dist', 'swagger-ui', name), 'utf8'));
+      }
+      expect(stderr()).toBe('');
+    } finally {
+      await stop(child);
+    }
+  });
+
   it('prints its version and help, and its control commands drive a running sandbox', async () => {
     const version = (JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version;
     expect(execFileSync('node', ['dist/main.js', '--version'], { encoding: 'utf8' })).toBe(`${version}\n`);

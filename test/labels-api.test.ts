@@ -5,7 +5,7 @@ import { DEFAULT_ACCOUNT } from '../src/accounts/default-account.js';
 import { LabelFiles } from '../src/labels/files.js';
 import { createLabelRenderer } from '../src/labels/render/pool.js';
 import { carrierOfTrackingNumber } from '../src/labels/tracking-number.js';
-import { createTestSandbox, expectError, type TestSandbox } from './helpers.js';
+import { createTestSandbox, expectError, type TestSandbox, US_DESTINATION } from './helpers.js';
 
 async function labelFor(sandbox: TestSandbox, body: Record<string, unknown> = {}, shipmentOverrides = {}) {
   const shipment = await sandbox.newShipment(shipmentOverrides);
@@ -164,6 +164,29 @@ describe('label files', () => {
     expect(text.headers.get('content-type')).toBe('application/zpl');
     expect(text.text.startsWith('^XA')).toBe(true);
     expect(text.text).toContain(zpl.tracking_number);
+  });
+
+  // Once answered 500: the MaxiCode encoder refused the city ("secondary message is too long").
+  // test/labels-any-address.test.ts tries every accepted address; this is the one that was reported.
+  it('downloads the label of a UPS shipment whose name, street and city are long and full of symbols', async () => {
+    const sandbox = createTestSandbox();
+    // Braces, brackets and the like between the symbol's own characters take two codewords each.
+    const symbols = '#{!}%|&~*^@[]/<"\\>'.repeat(6);
+    const to = {
+      ...US_DESTINATION,
+      name: `${symbols}Grace`.slice(0, 100),
+      address1: `${symbols}350 5th Ave`.slice(0, 100),
+      city: `${symbols}New York`.slice(0, 100),
+    };
+    for (const format of ['pdf', 'png', 'zpl'] as const) {
+      const { label } = await labelFor(sandbox, { format }, { carrier: 'ups', to });
+      expect(label.carrier).toBe('ups');
+      const download = await sandbox.call('GET', `/v1/labels/${label.id}/download`);
+      expect(download.status, download.text.slice(0, 200)).toBe(200);
+      if (format === 'pdf') expect((await PDFDocument.load(download.bytes)).getPageCount()).toBe(1);
+      if (format === 'png') expect(PNG.sync.read(Buffer.from(download.bytes)).width).toBe(812);
+      if (format === 'zpl') expect(download.text).toContain(label.tracking_number);
+    }
   });
 
   it('renders the same bytes again after the cache is gone', async () => {

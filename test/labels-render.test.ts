@@ -13,6 +13,8 @@ import { barcodeShapes } from '../src/labels/render/barcodes.js';
 import {
   type LabelDocument,
   type LabelSize,
+  MAXICODE_CITY_LENGTH,
+  maxiCodeMessage,
   PAGE_SIZES,
   routingCode,
   SAMPLE_MARK,
@@ -346,6 +348,61 @@ describe('PNG labels', () => {
     const [maxicode] = await readPng((await renderLabel(doc)).bytes, ['MaxiCode'], symbolRegion(doc));
     // Header, then the primary message: postal code (6 characters), ISO country 826, class of service.
     expect(maxicode?.text.startsWith('[)>\x1e01\x1d96SW1A2A\x1d826\x1d003\x1d1Z')).toBe(true);
+  });
+
+  // The API takes any characters in a city (100 of them) and a state (50); the symbol holds a few
+  // dozen after its fixed fields. What a reader finds is what fits: capitals, digits and spaces.
+  it('keep the MaxiCode readable for a long city and state full of symbols, cut as UPS does', async () => {
+    const symbols = '#$%&*@!~^{}[]<>|\\';
+    const doc = labelDoc('ups', '4x6', 'png', {
+      to: {
+        ...TO_US,
+        name: symbols.repeat(6).slice(0, 100),
+        address1: symbols.repeat(6).slice(0, 100),
+        city: `San ${symbols}Francisco ${'Wolfeschlegelstein '.repeat(5)}`.slice(0, 100),
+        state: `CA${symbols.repeat(3)}`,
+        zip: '94104',
+      },
+      parcel: { weight: 70_000, length: 300, width: 300, height: 300 },
+    });
+    const [maxicode] = await readPng((await renderLabel(doc)).bytes, ['MaxiCode'], symbolRegion(doc));
+    const fields = maxicode?.text.split('\x1d') ?? [];
+    expect(fields.slice(-2)).toEqual(['SAN FRANCISCO WOLF', `CA\x1e\x04`]);
+    expect(fields).toContain(doc.trackingNumber);
+  });
+
+  it('keep a MaxiCode where the postal code is symbols alone, as a country without postal codes allows', async () => {
+    const doc = labelDoc('ups', '4x6', 'png', {
+      to: { ...TO_GB, country: 'HK', city: 'Hong Kong', state: 'HK', zip: '#-#' },
+    });
+    const [maxicode] = await readPng((await renderLabel(doc)).bytes, ['MaxiCode'], symbolRegion(doc));
+    // Mode 3: six spaces for the postal code, then Hong Kong's ISO number.
+    expect(maxicode?.text.startsWith('[)>\x1e01\x1d96      \x1d344\x1d003\x1d1Z')).toBe(true);
+  });
+
+  it('leave room in the MaxiCode for the longest city and state it carries, in mode 2 and 3', async () => {
+    // The widest fixed fields: a shipper number mixing letters and digits, the heaviest parcel.
+    const bwip = require('bwip-js') as { raw(symbology: string, text: string, options: string): unknown };
+    for (const [to, mode] of [
+      [TO_US, 2],
+      [TO_GB, 3],
+    ] as const) {
+      for (const shipper of ['A1B2C3', '1A2B3C', 'ZZZZZZ', '999999']) {
+        const doc = labelDoc('ups', '4x6', 'png', {
+          trackingNumber: `1Z${shipper}0387654321`,
+          to: {
+            ...to,
+            city: 'A1 B'.repeat(40).slice(0, MAXICODE_CITY_LENGTH),
+            state: '9Z9Z9',
+          },
+          parcel: { weight: 70_000, length: 300, width: 300, height: 300 },
+          createdAt: Date.UTC(2028, 11, 31),
+        });
+        const message = maxiCodeMessage(doc);
+        expect(message.mode).toBe(mode);
+        expect(() => bwip.raw('maxicode', message.full, `mode=${mode}`)).not.toThrow();
+      }
+    }
   });
 
   it('are the same bytes for the same label', async () => {

@@ -62,6 +62,20 @@ describe('the README', () => {
     expect(blockAfter('## In your test suite', 'ts')).toBe(example);
   });
 
+  it("shows lines of the webhook example's own, as that file has them", () => {
+    const example = new Set(
+      readFileSync('examples/vitest/shipping.test.ts', 'utf8')
+        .split('\n')
+        .map((line) => line.trim()),
+    );
+    const excerpt = blockAfter('your webhook handler checks deliveries', 'ts')
+      .split('\n')
+      .map((line) => line.trim())
+      .filter(Boolean);
+    expect(excerpt.length).toBeGreaterThan(5);
+    expect(excerpt.filter((line) => !example.has(line))).toEqual([]);
+  });
+
   it('and the docs link only to files, and headings, that exist', () => {
     const documents = [
       'README.md',

@@ -309,7 +309,11 @@ describe('the integration report, a well-behaved client and a careless one again
       probe_signature: 'forged',
       response_status: 200,
     });
-    expect(check(reports.careless, 'refreshes_label_urls').evidence[0]).toMatchObject({ kind: 'label_url' });
+    // A label's evidence names its shipment, so that a reader finds it without another read of the label.
+    const late = check(reports.careless, 'refreshes_label_urls').evidence[0];
+    expect(late).toMatchObject({ kind: 'label_url', shipment_id: expect.stringMatching(/^shp_/) });
+    const found = await careless.get(`/_sandbox/shipments?q=${late?.shipment_id}`);
+    expect(found.json.data.map((shipment: { label_id: string }) => shipment.label_id)).toEqual([late?.id]);
   });
 
   it('answers the same report as JUnit XML that CI systems read', async () => {
@@ -479,6 +483,7 @@ describe('what the report keeps of requests', () => {
       observations.noteLabelUrl({
         accountId: 'acct_1',
         labelId: `lbl_${i}`,
+        shipmentId: `shp_${i}`,
         at: 2,
         expiresAt: 1,
         expired: true,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_ACCOUNT } from '../src/accounts/default-account.js';
 import type { Scope } from '../src/core/actor.js';
-import { createTestSandbox, DEFAULT_KEY, expectError, type TestSandbox } from './helpers.js';
+import { createTestSandbox, DEFAULT_KEY, expectError, shipmentRequest, type TestSandbox } from './helpers.js';
 
 /** A key of the default account with only these scopes, made through the API with the full default key. */
 async function keyWith(sandbox: TestSandbox, scopes: Scope[]): Promise<{ id: string; value: string }> {
@@ -10,7 +10,10 @@ async function keyWith(sandbox: TestSandbox, scopes: Scope[]): Promise<{ id: str
   return { id: made.json.id, value: made.json.value };
 }
 
-/** Every control route, with a body it accepts, and what it needs: `read`, `write` or a `full` key. */
+/**
+ * Every control route, with a body it accepts, and what it needs: `read`, `write`, `rates` (the
+ * comparison's own scope, as under /v1) or a `full` key.
+ */
 async function controls(sandbox: TestSandbox) {
   const shipment = await sandbox.newShipment();
   await sandbox.call('POST', '/v1/labels', { body: { shipment_id: shipment.id } });
@@ -19,6 +22,14 @@ async function controls(sandbox: TestSandbox) {
   });
   await sandbox.newShipment();
   const delivery = (await sandbox.call('GET', `/_sandbox/webhooks/${hook.json.id}/deliveries`)).json.data[0];
+  // The twins of /v1 routes act on shipments of their own: one to label, one to void, one to cancel.
+  const [unlabelled, voidable, cancellable] = [
+    await sandbox.newShipment(),
+    await sandbox.newShipment(),
+    await sandbox.newShipment(),
+  ];
+  const label = (await sandbox.call('POST', '/v1/labels', { body: { shipment_id: voidable.id } })).json;
+  const { reference: _reference, ...route } = shipmentRequest();
   return [
     ['GET', '/_sandbox/account', undefined, 'read'],
     ['GET', '/_sandbox/clock', undefined, 'read'],
@@ -30,6 +41,21 @@ async function controls(sandbox: TestSandbox) {
     ['GET', `/_sandbox/webhooks/${hook.json.id}/deliveries`, undefined, 'read'],
     ['GET', '/_sandbox/report', undefined, 'read'],
     ['GET', '/_sandbox/report?format=junit', undefined, 'read'],
+    ['GET', '/_sandbox/webhooks', undefined, 'read'],
+    ['GET', `/_sandbox/labels/${label.id}`, undefined, 'read'],
+    ['GET', `/_sandbox/labels/${label.id}/download`, undefined, 'read'],
+    ['POST', '/_sandbox/rates', route, 'rates'],
+    ['POST', '/_sandbox/shipments', shipmentRequest(), 'write'],
+    ['DELETE', `/_sandbox/shipments/${cancellable.id}`, undefined, 'write'],
+    ['POST', '/_sandbox/labels', { shipment_id: unlabelled.id }, 'write'],
+    ['DELETE', `/_sandbox/labels/${label.id}`, undefined, 'write'],
+    [
+      'POST',
+      '/_sandbox/webhooks',
+      { url: 'http://127.0.0.1:9/more', events: ['shipment.created'], secret: 'whsec_0123456789abcdef' },
+      'write',
+    ],
+    ['PATCH', `/_sandbox/webhooks/${hook.json.id}`, { status: 'active' }, 'write'],
     ['POST', '/_sandbox/clock', { frozen: true }, 'write'],
     ['POST', '/_sandbox/clock/advance', { by: 1 }, 'write'],
     ['POST', '/_sandbox/events/trigger', { event: 'tracking.delivered' }, 'write'],
@@ -51,7 +77,7 @@ describe('scopes under /_sandbox', () => {
   it.each([
     [['shipments:read'] as Scope[], ['read']],
     [['shipments:write'] as Scope[], ['write']],
-    [['shipments:read', 'shipments:write', 'rates:read'] as Scope[], ['read', 'write']],
+    [['shipments:read', 'shipments:write', 'rates:read'] as Scope[], ['read', 'write', 'rates']],
   ])('a key with %j may call the %j controls and no others', async (scopes, allowed) => {
     const sandbox = createTestSandbox();
     const routes = await controls(sandbox);
@@ -67,7 +93,9 @@ describe('scopes under /_sandbox', () => {
       } else {
         const error = expectError(response, 403, 'insufficient_scope');
         expect(error.message).toMatch(
-          needs === 'full' ? /full API key/ : needs === 'read' ? /shipments:read/ : /shipments:write/,
+          needs === 'full'
+            ? /full API key/
+            : new RegExp(needs === 'rates' ? 'rates:read' : `shipments:${needs}`),
         );
       }
     }

@@ -227,6 +227,31 @@ describe.each(WAYS)('the tracking controls by %s', (_way, base) => {
     expect((await call('GET', `/v1/shipments/${shipment.id}`)).json.status).toBe('delivered');
   });
 
+  it('forces an exception where the parcel is, worded for what it has been through', async () => {
+    const { call } = await frozenSandbox();
+    // Not picked up yet: the driver missed it at the sender's; no delivery was attempted anywhere.
+    const waiting = await labelled(call);
+    const sender = (await track(call, waiting.label.tracking_number)).events[0]!;
+    const missed = await call('POST', `${base(waiting.shipment, waiting.label)}/advance`, {
+      body: { status: 'exception' },
+    });
+    expect(missed.status).toBe(200);
+    const pickup = (missed.json as Tracking).events[0]!;
+    expect(pickup).toMatchObject({ status: 'exception', location: sender.location });
+    expect(pickup.description).toMatch(/pick ?up/i);
+    expect(pickup.description).not.toMatch(/notice|deliver|receiver/i);
+
+    // Out for delivery: the attempt failed at the door, in the recipient's city.
+    const going = await labelled(call);
+    const path = base(going.shipment, going.label);
+    const out = await call('POST', `${path}/advance`, { body: { status: 'out_for_delivery' } });
+    const door = (out.json as Tracking).events[0]!;
+    const attempt = (await call('POST', `${path}/advance`, { body: { status: 'exception' } }))
+      .json as Tracking;
+    expect(attempt.events[0]).toMatchObject({ status: 'exception', location: door.location });
+    expect(attempt.events[0]?.description).not.toMatch(/pick ?up/i);
+  });
+
   it('advances to returned through an exception; a returned parcel goes no further', async () => {
     const { call } = await frozenSandbox();
     const { shipment, label } = await labelled(call);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { BUILTIN_SCENARIOS_DIR, loadScenarios, type Scenario } from '../src/scenarios/files.js';
 import { TRACKING_STATUSES } from '../src/scenarios/vocabulary.js';
+import { describeStep, type Moment } from '../src/tracking/descriptions.js';
 import { carrierGateways, formatLocation, planRoute } from '../src/tracking/journey.js';
 import {
   findMagicTrackingNumber,
@@ -38,6 +39,12 @@ const JOURNEYS = [
   [berlin, sydney],
   [boston, boston],
 ] as const;
+
+/** Every wording a carrier has for a moment, at the city of `location`. */
+const wordings = (carrier: string, moment: Moment, location = 'Austin') =>
+  [0, 0.5, 0.99].map((draw) =>
+    describeStep({ carrier, moment, place: 'origin', city: location.split(',')[0]! }, () => draw),
+  );
 
 describe('planTimeline', () => {
   it('gives the same label the same timeline every time', () => {
@@ -145,6 +152,66 @@ describe('planTimeline', () => {
     const dhl = planTimeline(input({ carrier: 'dhl_express', to: berlin }), scenario('standard'));
     const atLeipzig = dhl.filter((step) => step.location === 'Leipzig, DE').map((step) => step.description);
     expect(atLeipzig[0]).toMatch(/^Arrived at (DHL )?Sort Facility Leipzig$/);
+  });
+
+  it('words an exception by when it happens: a failed pickup, a delay on the way, a failed attempt at the door', () => {
+    const exceptionAfter = (carrier: string, before: Scenario['steps'], after?: TimelineInput['after']) => {
+      const steps = [...before, { afterMs: HOUR, status: 'exception' as const }];
+      const timeline = planTimeline(input({ carrier, after }), { name: 'x', description: 'x', steps });
+      return timeline.at(-1)!;
+    };
+    for (const carrier of [...CARRIERS, 'a_carrier_without_a_table']) {
+      // Before the carrier has the package: at the sender's, a pickup that failed.
+      for (const early of [
+        exceptionAfter(carrier, []),
+        exceptionAfter(carrier, [{ afterMs: 0, status: 'pre_transit' }]),
+      ]) {
+        expect([carrier, early.location]).toEqual([carrier, 'Austin, TX, US']);
+        expect(early.description).toBeOneOf(wordings(carrier, 'pickup_exception', early.location));
+        expect(early.description).toMatch(/pick ?up/i);
+      }
+      // On the way: at the hub it reached, a delay.
+      const onTheWay = exceptionAfter(carrier, [
+        { afterMs: 0, status: 'pre_transit' },
+        { afterMs: HOUR, status: 'accepted' },
+        { afterMs: HOUR, status: 'in_transit' },
+      ]);
+      expect(onTheWay.location).not.toBe('Austin, TX, US');
+      expect(onTheWay.description).toBeOneOf(wordings(carrier, 'transit_exception', onTheWay.location));
+      // Out for delivery: at the recipient's, an attempt that failed.
+      const atTheDoor = exceptionAfter(carrier, [
+        { afterMs: 0, status: 'pre_transit' },
+        { afterMs: HOUR, status: 'out_for_delivery' },
+      ]);
+      expect(atTheDoor.location).toBe('Boston, MA, US');
+      expect(atTheDoor.description).toBeOneOf(wordings(carrier, 'delivery_exception', atTheDoor.location));
+    }
+    // The three kinds are worded apart.
+    const usps = (moment: Moment) => wordings('usps', moment, 'Austin');
+    expect(
+      new Set([...usps('pickup_exception'), ...usps('transit_exception'), ...usps('delivery_exception')])
+        .size,
+    ).toBe(6);
+  });
+
+  it('goes on from where the parcel is when a plan continues its journey', () => {
+    const standard = planTimeline(input(), scenario('standard'));
+    const hub = standard.find((step) => step.status === 'in_transit')!;
+    const forced = (after: TimelineInput['after']) =>
+      planTimeline(input({ after }), {
+        name: 'forced',
+        description: 'x',
+        steps: [{ afterMs: 0, status: 'exception' }],
+      })[0]!;
+    // A parcel at a hub is held there; one waiting at the sender's misses its pickup there.
+    expect(forced({ status: 'in_transit', location: hub.location }).location).toBe(hub.location);
+    const notPickedUp = forced({ status: 'pre_transit', location: 'Austin, TX, US' });
+    expect(notPickedUp.location).toBe('Austin, TX, US');
+    expect(notPickedUp.description).toMatch(/pick ?up/i);
+    // Out for delivery, wherever the event said it was (a custom location): the attempt is at the door.
+    const attempt = forced({ status: 'out_for_delivery', location: 'Somewhere, ZZ' });
+    expect(attempt.location).toBe('Boston, MA, US');
+    expect(attempt.description).toBeOneOf(wordings('ups', 'delivery_exception'));
   });
 
   it('fills {city} in a scenario description', () => {

@@ -1,7 +1,15 @@
-import { createHmac, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import {
+  type ApiClient,
+  createClient,
+  createSandboxClient,
+  type SandboxClient,
+  verifySignature,
+  type WebhookEvent,
+} from 'shipping-sandbox/client';
 import { GenericContainer, type StartedTestContainer, TestContainers, Wait } from 'testcontainers';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 
@@ -13,37 +21,30 @@ const HTTP_PORT = 4010;
 const THIS_MACHINE = 'host.testcontainers.internal';
 
 const secret = randomBytes(24).toString('hex');
-const deliveries: Array<{ event: string; signed: boolean }> = [];
+const deliveries: Array<{ event: WebhookEvent['event'] }> = [];
 
 // Webhooks come back to this process: a receiver on loopback, which Testcontainers forwards to the
-// containers as host.testcontainers.internal (so it need not listen on every interface).
+// containers as host.testcontainers.internal (so it need not listen on every interface). It keeps
+// only deliveries signed with the webhook's secret, checked over the raw body.
 const receiver = createServer((request, response) => {
   const chunks: Buffer[] = [];
   request.on('data', (chunk: Buffer) => chunks.push(chunk));
   request.on('end', () => {
     const raw = Buffer.concat(chunks);
-    const expected = `sha256=${createHmac('sha256', secret).update(raw).digest('hex')}`;
-    const { event } = JSON.parse(raw.toString('utf8')) as { event: string };
-    deliveries.push({ event, signed: request.headers['service-signature'] === expected });
+    if (!verifySignature(raw, request.headers['service-signature'], secret)) {
+      response.writeHead(401).end();
+      return;
+    }
+    const { event } = JSON.parse(raw.toString('utf8')) as WebhookEvent;
+    deliveries.push({ event });
     response.writeHead(204).end();
   });
 });
 
 let sandbox: StartedTestContainer;
-let apiUrl: string;
-let apiKey: string;
+let api: ApiClient;
+let controls: SandboxClient;
 let receiverPort: number;
-
-async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
-  const response = await fetch(new URL(path, apiUrl), {
-    method,
-    headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const json = await response.json();
-  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(json)}`);
-  return json as T;
-}
 
 beforeAll(async () => {
   receiver.listen(0, '127.0.0.1');
@@ -65,16 +66,15 @@ beforeAll(async () => {
     .withWaitStrategy(Wait.forHttp('/healthz', HTTP_PORT).forStatusCode(200))
     .withStartupTimeout(60_000)
     .start();
-  // A trailing slash, so that relative paths resolve under /v1.
-  apiUrl = `http://${sandbox.getHost()}:${sandbox.getMappedPort(HTTP_PORT)}/v1/`;
+  const origin = `http://${sandbox.getHost()}:${sandbox.getMappedPort(HTTP_PORT)}`;
 
   // An account of this suite's own: open to create, and its key has every scope.
-  const account = await fetch(new URL('/_sandbox/accounts', apiUrl), {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ name: 'testcontainers example' }),
-  }).then((response) => response.json() as Promise<{ api_key: string }>);
-  apiKey = account.api_key;
+  const { data: account, error } = await createSandboxClient({ origin }).POST('/_sandbox/accounts', {
+    body: { name: 'testcontainers example' },
+  });
+  if (error) throw new Error(error.error.message);
+  api = createClient({ baseUrl: `${origin}/v1`, apiKey: account.api_key });
+  controls = createSandboxClient({ origin, apiKey: account.api_key });
 }, 120_000);
 
 afterAll(async () => {
@@ -97,25 +97,25 @@ const SHIPMENT = {
 };
 
 it('creates a shipment, buys its label, and sees it delivered days later on the account clock', async () => {
-  const shipment = await call<{ id: string; status: string }>('POST', 'shipments', SHIPMENT);
-  expect(shipment.status).toBe('created');
-  const label = await call<{ tracking_number: string }>('POST', 'labels', { shipment_id: shipment.id });
+  const { data: shipment } = await api.POST('/shipments', { body: SHIPMENT });
+  expect(shipment?.status).toBe('created');
+  const { data: label } = await api.POST('/labels', { body: { shipment_id: shipment?.id ?? '' } });
 
   // Days pass in one call: every tracking step due by then runs before it answers.
-  await call('POST', '/_sandbox/clock/advance', { by: '10d' });
-  const tracking = await call<{ status: string }>('GET', `tracking/${label.tracking_number}`);
-  expect(tracking.status).toBe('delivered');
+  await controls.POST('/_sandbox/clock/advance', { body: { by: '10d' } });
+  const { data: tracking } = await api.GET('/tracking/{tracking_number}', {
+    params: { path: { tracking_number: label?.tracking_number ?? '' } },
+  });
+  expect(tracking?.status).toBe('delivered');
 });
 
 it('delivers signed webhooks to this machine', async () => {
-  await call('POST', 'webhooks', {
-    url: `http://${THIS_MACHINE}:${receiverPort}/webhooks`,
-    events: ['shipment.created'],
-    secret,
+  await api.POST('/webhooks', {
+    body: { url: `http://${THIS_MACHINE}:${receiverPort}/webhooks`, events: ['shipment.created'], secret },
   });
-  await call('POST', 'shipments', SHIPMENT);
+  await api.POST('/shipments', { body: SHIPMENT });
   // Delivery runs in the background, at once: wait for it, but not for ever.
-  await vi.waitFor(() => expect(deliveries).toContainEqual({ event: 'shipment.created', signed: true }), {
+  await vi.waitFor(() => expect(deliveries).toContainEqual({ event: 'shipment.created' }), {
     timeout: 10_000,
   });
 }, 15_000);

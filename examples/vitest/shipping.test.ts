@@ -1,15 +1,21 @@
 /**
  * A merchant's test with Vitest: one sandbox for the file, started in-process on a free port and
  * stopped at the end. It buys a label, forces the parcel to "delivered", and waits for the
- * `tracking.delivered` webhook to reach the merchant's own handler (here a small local server).
+ * `tracking.delivered` webhook to reach the merchant's own handler (here a small local server), which
+ * checks its signature with the package's `verifySignature` and reads it as a typed payload.
  *
  *   npm install --save-dev shipping-sandbox vitest
  *   npx vitest run
  */
-import { createHmac } from 'node:crypto';
-import { createServer, type IncomingHttpHeaders } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type Sandbox, startSandbox } from 'shipping-sandbox';
+import {
+  createClient,
+  createSandboxClient,
+  verifySignature,
+  type WebhookPayload,
+} from 'shipping-sandbox/client';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 
 const WEBHOOK_SECRET = 'whsec_example-secret-for-tests';
@@ -20,25 +26,20 @@ beforeAll(async () => {
 });
 afterAll(() => sandbox.stop());
 
-/** The shipping API, as the merchant's code calls it. */
-async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
-  const response = await fetch(`${sandbox.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${sandbox.apiKey}`, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`);
-  return (await response.json()) as T;
-}
-
-/** The merchant's webhook handler: keeps what it receives. */
+/** The merchant's webhook handler: refuses what is not signed with its secret, keeps the rest. */
 async function startWebhookHandler() {
-  const received: { headers: IncomingHttpHeaders; body: Buffer }[] = [];
+  const received: WebhookPayload<'tracking.delivered'>[] = [];
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
-      received.push({ headers: req.headers, body: Buffer.concat(chunks) });
+      const body = Buffer.concat(chunks);
+      // The signature covers the raw bytes: check it before parsing them.
+      if (!verifySignature(body, req.headers['service-signature'], WEBHOOK_SECRET)) {
+        res.writeHead(401).end();
+        return;
+      }
+      received.push(JSON.parse(body.toString('utf8')) as WebhookPayload<'tracking.delivered'>);
       res.writeHead(204).end();
     });
   });
@@ -51,52 +52,54 @@ async function startWebhookHandler() {
   };
 }
 
-const signatureOf = (body: Buffer) =>
-  `sha256=${createHmac('sha256', WEBHOOK_SECRET).update(body).digest('hex')}`;
-
 test('a delivered parcel reaches our webhook handler, signed', async () => {
+  // The API, as the merchant's code calls it, and the sandbox's own controls: both typed.
+  const api = createClient({ baseUrl: sandbox.url, apiKey: sandbox.apiKey });
+  const controls = createSandboxClient({ origin: sandbox.origin, apiKey: sandbox.apiKey });
   const handler = await startWebhookHandler();
   try {
-    await api('POST', '/webhooks', {
-      url: handler.url,
-      events: ['tracking.delivered'],
-      secret: WEBHOOK_SECRET,
+    await api.POST('/webhooks', {
+      body: { url: handler.url, events: ['tracking.delivered'], secret: WEBHOOK_SECRET },
     });
-    const shipment = await api<{ id: string }>('POST', '/shipments', {
-      from: {
-        name: 'Ada Lovelace',
-        address1: '417 Montgomery St',
-        city: 'San Francisco',
-        state: 'CA',
-        zip: '94104',
-        country: 'US',
+    const { data: shipment, error } = await api.POST('/shipments', {
+      body: {
+        from: {
+          name: 'Ada Lovelace',
+          address1: '417 Montgomery St',
+          city: 'San Francisco',
+          state: 'CA',
+          zip: '94104',
+          country: 'US',
+        },
+        to: {
+          name: 'Grace Hopper',
+          address1: '350 5th Ave',
+          city: 'New York',
+          state: 'NY',
+          zip: '10118',
+          country: 'US',
+        },
+        parcel: { weight: 1200, length: 30, width: 20, height: 10 },
       },
-      to: {
-        name: 'Grace Hopper',
-        address1: '350 5th Ave',
-        city: 'New York',
-        state: 'NY',
-        zip: '10118',
-        country: 'US',
-      },
-      parcel: { weight: 1200, length: 30, width: 20, height: 10 },
     });
-    const label = await api<{ tracking_number: string }>('POST', '/labels', { shipment_id: shipment.id });
+    if (error) throw new Error(error.error.message);
+    const { data: label } = await api.POST('/labels', { body: { shipment_id: shipment.id } });
 
-    await sandbox.advanceShipment(shipment.id, 'delivered');
+    await controls.POST('/_sandbox/shipments/{id}/advance', {
+      params: { path: { id: shipment.id } },
+      body: { status: 'delivered' },
+    });
     const delivery = await sandbox.waitForDelivery({ event: 'tracking.delivered' });
 
     expect(delivery.status).toBe('succeeded');
-    // Our handler got the event once, signed with our secret over the exact bytes sent.
-    expect(handler.received.map(({ body }) => JSON.parse(body.toString('utf8')))).toMatchObject([
+    // Our handler took the event once: genuine, and typed as the tracking.delivered payload.
+    expect(handler.received).toMatchObject([
       {
         id: delivery.event_id,
         event: 'tracking.delivered',
-        data: { tracking_number: label.tracking_number },
+        data: { tracking_number: label?.tracking_number, status: 'delivered' },
       },
     ]);
-    for (const { headers, body } of handler.received)
-      expect(headers['service-signature']).toBe(signatureOf(body));
   } finally {
     await handler.close();
   }

@@ -33,13 +33,6 @@ export interface Problem {
 }
 
 /**
- * Statuses every route may answer with the contract's error body, documented by the operation or
- * not: a bad body or query (400), a key (401, 403), no such resource or route (404), a method the
- * path lacks (405), validation (422), a ceiling (429).
- */
-export const CONTRACT_WIDE_STATUSES: ReadonlySet<number> = new Set([400, 401, 403, 404, 405, 422, 429]);
-
-/**
  * A method a documented path lacks: `405 method_not_allowed` (with `Allow`), unless the request is
  * refused before routing (its key under /v1 and /_sandbox: 401; its body: 400), or a hostile id (`..`,
  * an empty segment) makes the path one that no route has (404).
@@ -52,15 +45,24 @@ const ERROR_RESPONSE: DocumentedResponse = {
 };
 
 /**
- * An answer that says the request reached no route at all: a hostile id (empty, `..`) made its path
- * another one. It is the contract's, not the operation's, so it is judged by the whole `Error` schema
- * rather than by the codes the operation lists for that status.
+ * The error codes of answers that never reach an operation, so that none lists them: the request
+ * matched no route at all (a hostile id, empty or `..`, made its path another one), or Node's HTTP
+ * parser refused it (a control character in the path). They are the contract's, judged by the whole
+ * `Error` schema. Any other status that an operation does not list is undocumented: each operation
+ * lists every status it answers, those of the key and the scope included.
  */
-function reachedNoRoute(answer: Answer): boolean {
-  if (answer.status !== 404 && answer.status !== 405) return false;
+const BEFORE_ANY_OPERATION: ReadonlyMap<number, string> = new Map([
+  [400, 'invalid_request'],
+  [404, 'route_not_found'],
+  [405, 'method_not_allowed'],
+  [431, 'headers_too_large'],
+]);
+
+function neverReachedTheOperation(answer: Answer): boolean {
+  const expected = BEFORE_ANY_OPERATION.get(answer.status);
+  if (expected === undefined) return false;
   try {
-    const code = (JSON.parse(answer.text) as { error?: { code?: unknown } }).error?.code;
-    return code === 'route_not_found' || code === 'method_not_allowed';
+    return (JSON.parse(answer.text) as { error?: { code?: unknown } }).error?.code === expected;
   } catch {
     return false;
   }
@@ -71,12 +73,11 @@ export function checkAnswer(document: ApiDocument, operation: Operation, answer:
   if (answer.status >= 500)
     return [{ kind: 'server_error', detail: `${answer.status} ${excerpt(answer.text)}` }];
 
+  const beforeAny = neverReachedTheOperation(answer);
   const documented =
-    operation.documented && !reachedNoRoute(answer)
-      ? operation.responses.get(String(answer.status))
-      : undefined;
-  const allowed = operation.documented ? CONTRACT_WIDE_STATUSES : WRONG_METHOD_STATUSES;
-  const expected = documented ?? (allowed.has(answer.status) ? ERROR_RESPONSE : undefined);
+    operation.documented && !beforeAny ? operation.responses.get(String(answer.status)) : undefined;
+  const refusedAsWrongMethod = !operation.documented && WRONG_METHOD_STATUSES.has(answer.status);
+  const expected = documented ?? (beforeAny || refusedAsWrongMethod ? ERROR_RESPONSE : undefined);
   if (!expected) {
     const listed = operation.documented ? [...operation.responses.keys()].join(', ') : 'none';
     return [

@@ -179,13 +179,13 @@ function answerText(attempt: Attempt): string {
   return attempt.error ?? '';
 }
 
-function indent(text: string): string {
+export function indent(text: string): string {
   return text
     .split('\n')
     .map((line) => (line === '' ? line : `  ${line}`))
     .join('\n');
 }
 
-function plural(count: number, noun: string): string {
+export function plural(count: number, noun: string): string {
   return `${count} ${noun}${count === 1 ? '' : 's'}`;
 }

@@ -1,6 +1,7 @@
 import { Command, CommanderError, Help, Option } from 'commander';
 import { addAccountCommands } from './accounts.js';
 import { addClockCommands } from './clock.js';
+import { addConformanceCommand, type RunConformance } from './conformance.js';
 import { Exit } from './control.js';
 import { addEventCommands } from './events.js';
 import { addReportCommands } from './report.js';
@@ -27,6 +28,8 @@ export interface CommandLineParts {
    * also reads their environment variables). Resolves once serving, or once it failed and said why.
    */
   serve(args: string[]): Promise<void>;
+  /** Runs the conformance script beside a sandbox of its own, started in this process. */
+  conformance: RunConformance;
 }
 
 /** The exit status of a usage error (a wrong flag, a missing argument); an answer's error is 1. */
@@ -85,6 +88,8 @@ export function createProgram(parts: CommandLineParts): Command {
   addReportCommands(program);
   program.commandsGroup('Accounts:');
   addAccountCommands(program);
+  program.commandsGroup('Conformance:');
+  addConformanceCommand(program, parts.conformance, parts.version);
   program.addHelpText('after', CONTROL_HELP);
   return program;
 }
@@ -97,7 +102,8 @@ from --url and --key, or SHIPPING_SANDBOX_URL and SHIPPING_SANDBOX_KEY (default:
 127.0.0.1:4010 and its default account). On a terminal they print readable lines; in a pipe, the
 JSON the sandbox answered (--json and --pretty choose). An error exits with 1 (the sandbox refused:
 its message is printed) or 2 (the command line is wrong). \`report\` and \`probe\` give a verdict
-instead: 0 passes, 1 fails, 2 no verdict (no sandbox, or it refused).
+instead: 0 passes, 1 fails, 2 no verdict (no sandbox, or it refused). \`conformance\` calls another
+deployment (--target, --key) beside a sandbox of its own: 0 same, 1 different, 2 could not run.
 
 Examples:
   shipping-sandbox --port 0 --memory            serve in memory on a free port
@@ -108,6 +114,8 @@ Examples:
   shipping-sandbox listen                       print webhook deliveries as they happen
   shipping-sandbox accounts create --plan starter
   shipping-sandbox report --junit report.xml    judge the client; exits with 1 when a check fails
+  shipping-sandbox conformance --target https://api.example.com/v1 --key svc_test_…
+                                                does that deployment answer as the sandbox does?
 `;
 
 /**

@@ -1,4 +1,5 @@
 import { ERROR_CODE_NAMES, ERROR_CODES } from './error-codes.js';
+import type { IdPrefix } from './ids.js';
 import { z } from './zod.js';
 
 /**
@@ -6,11 +7,28 @@ import { z } from './zod.js';
  * zod: `meta` carries what the OpenAPI document shows (`id` names a component), so the core needs no
  * HTTP framework.
  */
-export const TimestampSchema = z.string().meta({ example: '2026-11-22T08:23:14Z', format: 'date-time' });
+export const TimestampSchema = z.string().meta({
+  example: '2026-11-22T08:23:14Z',
+  format: 'date-time',
+  // The contract's one form of date-time: UTC, whole seconds, `Z`.
+  pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}Z$',
+});
+
+/**
+ * An identifier the API hands out, `shp_…`. Its pattern tells readers of the document (and the
+ * `conformance` command, which checks another deployment's answers by it) the prefix; the suffix is
+ * left loose, as the specification shows only `shp_<id>`.
+ */
+export const idSchema = (prefix: IdPrefix, example = `${prefix}_01JD3S5Z7QK2N8W4X6Y9A0B1C2`) =>
+  z.string().meta({ pattern: `^${prefix}_[0-9A-Za-z_-]+$`, example });
 
 export const MoneySchema = z
   .object({
-    amount: z.string().meta({ example: '12.40', description: 'decimal string with two decimals' }),
+    amount: z.string().meta({
+      example: '12.40',
+      description: 'decimal string with two decimals',
+      pattern: '^\\d+\\.\\d{2}$',
+    }),
     currency: z.string().meta({ example: 'USD' }),
   })
   .meta({ id: 'Money' });

@@ -47,7 +47,7 @@ export function labelsModule(settings: { cdnUrl: string | undefined; renderThrea
       const cdnBase = (c: Context) => settings.cdnUrl ?? `${new URL(c.req.url).origin}/cdn`;
       return {
         api: labelRoutes(service, cdnBase),
-        controls: labelControlRoutes(service),
+        controls: labelControlRoutes(service, cdnBase),
         mounts: { '/cdn': cdnRoutes(service) },
         reset: (accountId) => store.deleteAccount(accountId),
         close: () => files.close(),

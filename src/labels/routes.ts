@@ -1,6 +1,7 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import type { Context } from 'hono';
 import { requireScope } from '../http/auth.js';
+import type { AppEnv } from '../http/context.js';
 import {
   apiErrors,
   apiResponse,
@@ -18,7 +19,7 @@ import { CreateLabelSchema, LabelSchema, VoidedLabelSchema } from './schema.js';
 import { type LabelService, labelFileName } from './service.js';
 import type { LabelRecord } from './store.js';
 
-const IdParam = idParam('lbl_01JD…');
+export const IdParam = idParam('lbl_01JD…');
 const FileParam = z.object({
   file: z.string().openapi({ param: { name: 'file', in: 'path' }, example: 'lbl_01JD….pdf' }),
 });
@@ -39,12 +40,29 @@ const SignatureQuery = z.object({
 });
 const security = BEARER_SECURITY;
 const tags = ['Labels'];
-const LABEL_MEDIA_TYPES = Object.values(LABEL_CONTENT_TYPES);
-const FILE_DESCRIPTION =
+export const LABEL_MEDIA_TYPES = Object.values(LABEL_CONTENT_TYPES);
+export const FILE_DESCRIPTION =
   'The label file, in the format it was generated in (`Content-Disposition: attachment; filename="<label id>.<pdf|png|zpl>"`)';
 
 /** `{cdn_url}`: the configured origin, or this server's own as the client reached it. */
-type CdnBase = (c: Context) => string;
+export type CdnBase = (c: Context) => string;
+
+/** What generating and voiding can answer besides every route's codes (the twins under /_sandbox too). */
+export const GENERATE_ERRORS = [
+  ...ErrorCodes.body,
+  ...ErrorCodes.validation,
+  'not_found',
+  'label_already_exists',
+  'shipment_cancelled',
+  ...ErrorCodes.write,
+] as const;
+export const VOID_ERRORS = [
+  ...ErrorCodes.lookup,
+  'label_already_voided',
+  'void_window_expired',
+  'label_already_scanned',
+  ...ErrorCodes.write,
+] as const;
 
 export function labelRoutes(labels: LabelService, cdnBase: CdnBase) {
   const router = createRouter();
@@ -63,14 +81,7 @@ export function labelRoutes(labels: LabelService, cdnBase: CdnBase) {
       request: { body: jsonBody(CreateLabelSchema) },
       responses: {
         201: apiResponse(LabelSchema, 'The label, with a pre-signed URL valid 7 days'),
-        ...apiErrors(
-          ...ErrorCodes.body,
-          ...ErrorCodes.validation,
-          'not_found',
-          'label_already_exists',
-          'shipment_cancelled',
-          ...ErrorCodes.write,
-        ),
+        ...apiErrors(...GENERATE_ERRORS),
       },
     }),
     async (c) => sendJsonText(c, await labels.generate(c.get('caller'), c.req.valid('json'), cdnBase(c)), 201),
@@ -106,11 +117,7 @@ export function labelRoutes(labels: LabelService, cdnBase: CdnBase) {
         ...apiErrors(...ErrorCodes.lookup),
       },
     }),
-    async (c) => {
-      const caller = c.get('caller');
-      const label = labels.get(caller, c.req.valid('param').id);
-      return sendFile(c, label, await labels.file(caller, label));
-    },
+    (c) => sendLabelFile(c, labels, c.req.valid('param').id),
   );
 
   router.openapi(
@@ -125,13 +132,7 @@ export function labelRoutes(labels: LabelService, cdnBase: CdnBase) {
       request: { params: IdParam },
       responses: {
         200: apiResponse(VoidedLabelSchema, 'The voided label and its refund'),
-        ...apiErrors(
-          ...ErrorCodes.lookup,
-          'label_already_voided',
-          'void_window_expired',
-          'label_already_scanned',
-          ...ErrorCodes.write,
-        ),
+        ...apiErrors(...VOID_ERRORS),
       },
     }),
     async (c) => sendJsonText(c, await labels.void(c.get('caller'), c.req.valid('param').id), 200),
@@ -166,6 +167,14 @@ export function cdnRoutes(labels: LabelService) {
   return router;
 }
 
+/** The caller's label `id` as its file, in its own format (the route and its twin under /_sandbox). */
+export async function sendLabelFile(c: Context<AppEnv>, labels: LabelService, id: string) {
+  const caller = c.get('caller');
+  const label = labels.get(caller, id);
+  return sendFile(c, label, await labels.file(caller, label));
+}
+
+/** A label's file as an attachment named after the label. */
 function sendFile(c: Context, label: LabelRecord, file: RenderedLabel) {
   return c.body(file.bytes as Uint8Array<ArrayBuffer>, 200, {
     'content-type': file.contentType,

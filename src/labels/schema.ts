@@ -1,4 +1,4 @@
-import { MoneySchema, TimestampSchema } from '../core/schemas.js';
+import { idSchema, MoneySchema, TimestampSchema } from '../core/schemas.js';
 import { z } from '../core/zod.js';
 
 export const LABEL_FORMATS = ['pdf', 'png', 'zpl'] as const;
@@ -15,8 +15,8 @@ export const CreateLabelSchema = z
 
 export const LabelSchema = z
   .object({
-    id: z.string().openapi({ example: 'lbl_01JD…' }),
-    shipment_id: z.string(),
+    id: idSchema('lbl'),
+    shipment_id: idSchema('shp'),
     tracking_number: z.string().openapi({ example: '1Z5R89390357567127' }),
     carrier: z.string().openapi({ example: 'ups' }),
     format: z.enum(LABEL_FORMATS),
@@ -38,7 +38,7 @@ export const RefundSchema = z
   .openapi('Refund');
 
 export const VoidedLabelSchema = z
-  .object({ id: z.string(), status: z.literal('voided'), refund: RefundSchema })
+  .object({ id: idSchema('lbl'), status: z.literal('voided'), refund: RefundSchema })
   .openapi('VoidedLabel');
 
 export type CreateLabelInput = z.infer<typeof CreateLabelSchema>;

@@ -55,6 +55,7 @@ export interface LabelServiceDeps {
 export interface LabelUrlFetch {
   accountId: string;
   labelId: string;
+  shipmentId: string;
   /** On the owner's clock. */
   at: number;
   /** When the URL expired (or expires), on the owner's clock. */
@@ -173,7 +174,14 @@ export class LabelService {
     if (!label || now === undefined) throw new ApiError(404, 'not_found', 'The label no longer exists.');
     const expiresAt = Number(expires) * 1000;
     const expired = now >= expiresAt;
-    this.deps.noteUrlFetch?.({ accountId: label.accountId, labelId: label.id, at: now, expiresAt, expired });
+    this.deps.noteUrlFetch?.({
+      accountId: label.accountId,
+      labelId: label.id,
+      shipmentId: label.shipmentId,
+      at: now,
+      expiresAt,
+      expired,
+    });
     if (expired) {
       throw new ApiError(
         403,

@@ -1,8 +1,9 @@
 import type { Address, Parcel } from '../addresses/schema.js';
+import { checkAddress, verifyDestination } from '../addresses/verification.js';
 import { ApiError } from '../core/errors.js';
 import { money } from '../core/money.js';
 import { CARRIERS, type Carrier, findCarrier, type RateCard, type Service } from './carriers.js';
-import type { Rate } from './schema.js';
+import type { Rate, RatesRequest } from './schema.js';
 
 /**
  * Rating is a pure function of the carrier fixture and the request (no clock, no randomness), so the same
@@ -149,6 +150,14 @@ export function quoteAll(
   carriers: readonly Carrier[] = CARRIERS,
 ): Rate[] {
   return rank(carriers.flatMap(offersOf), from, to, parcel);
+}
+
+/** The rate comparison: both addresses checked as a shipment's are, then every carrier's rate, cheapest first. */
+export function compareRates({ from, to, parcel }: RatesRequest): Rate[] {
+  checkAddress(from, 'from');
+  checkAddress(to, 'to');
+  verifyDestination(to);
+  return quoteAll(from, to, parcel);
 }
 
 const invalidCarrier = (message: string) =>

@@ -1,5 +1,4 @@
 import { createRoute } from '@hono/zod-openapi';
-import { checkAddress, verifyDestination } from '../addresses/verification.js';
 import { requireScope } from '../http/auth.js';
 import {
   apiErrors,
@@ -9,8 +8,12 @@ import {
   ErrorCodes,
   jsonBody,
 } from '../http/router.js';
-import { quoteAll } from './pricing.js';
+import { compareRates } from './pricing.js';
 import { RateListSchema, RatesRequestSchema } from './schema.js';
+
+export const COMPARE_SUMMARY = 'Compare the rates of every carrier for a parcel, cheapest first';
+/** What comparing can answer besides every route's codes (the twin too): nothing is written, quoting is pure. */
+export const COMPARE_ERRORS = [...ErrorCodes.body, ...ErrorCodes.validation, 'invalid_address'] as const;
 
 /** `POST /v1/rates`: every carrier's rate for a parcel, cheapest first. */
 export function rateRoutes() {
@@ -21,23 +24,16 @@ export function rateRoutes() {
       path: '/rates',
       operationId: 'compareRates',
       tags: ['Rates'],
-      summary: 'Compare the rates of every carrier for a parcel, cheapest first',
+      summary: COMPARE_SUMMARY,
       security: BEARER_SECURITY,
       middleware: [requireScope('rates:read')] as const,
       request: { body: jsonBody(RatesRequestSchema) },
       responses: {
         200: apiResponse(RateListSchema, 'Rates, cheapest first'),
-        // Nothing is written: quoting is pure.
-        ...apiErrors(...ErrorCodes.body, ...ErrorCodes.validation, 'invalid_address'),
+        ...apiErrors(...COMPARE_ERRORS),
       },
     }),
-    (c) => {
-      const { from, to, parcel } = c.req.valid('json');
-      checkAddress(from, 'from');
-      checkAddress(to, 'to');
-      verifyDestination(to);
-      return c.json({ data: quoteAll(from, to, parcel) }, 200);
-    },
+    (c) => c.json({ data: compareRates(c.req.valid('json')) }, 200),
   );
   return router;
 }

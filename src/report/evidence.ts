@@ -83,5 +83,6 @@ export function labelUrlEvidence(fetch: LabelUrlNote, detail: string): Evidence 
     wall_at: formatTimestamp(fetch.wallAt),
     detail,
     expires_at: formatTimestamp(fetch.expiresAt),
+    shipment_id: fetch.shipmentId,
   };
 }

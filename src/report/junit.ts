@@ -1,3 +1,4 @@
+import { xmlAttribute as attribute, xmlText as text } from '../core/xml.js';
 import type { Check, Report } from './schema.js';
 
 export const JUNIT_SUITE_NAME = 'shipping-sandbox integration report';
@@ -45,23 +46,4 @@ function testCase(check: Check): string {
     case 'pass':
       return [open, `      <system-out>${text(body)}</system-out>`, '    </testcase>'].join('\n');
   }
-}
-
-/** Characters outside XML 1.0's `Char` production (control characters, lone surrogates, U+FFFE/F). */
-const NOT_XML = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu;
-const ENTITIES: Readonly<Record<string, string>> = {
-  '&': '&amp;',
-  '<': '&lt;',
-  '>': '&gt;',
-  '"': '&quot;',
-  "'": '&apos;',
-};
-
-function text(value: string): string {
-  return value.replace(NOT_XML, '\uFFFD').replace(/[&<>"']/g, (char) => ENTITIES[char] as string);
-}
-
-/** An attribute's value: escaped as text, and its line breaks kept as references (not normalised away). */
-function attribute(value: string): string {
-  return text(value).replace(/\n/g, '&#10;').replace(/\r/g, '&#13;').replace(/\t/g, '&#9;');
 }

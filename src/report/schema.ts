@@ -57,6 +57,7 @@ export const EvidenceSchema = z
       .optional()
       .openapi({ description: "delivery: a probe's signature; null for other deliveries" }),
     expires_at: TimestampSchema.optional().openapi({ description: 'label_url: when the URL expired' }),
+    shipment_id: z.string().optional().openapi({ description: "label_url: the label's shipment" }),
   })
   .openapi('ReportEvidence');
 export type Evidence = z.infer<typeof EvidenceSchema>;

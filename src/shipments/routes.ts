@@ -19,8 +19,19 @@ import {
 } from './schema.js';
 import type { ShipmentService } from './service.js';
 
-const IdParam = idParam('shp_01JD…');
+export const IdParam = idParam('shp_01JD…');
 const security = BEARER_SECURITY;
+
+/** What creating and cancelling can answer besides every route's codes (the twins under /_sandbox too). */
+export const CREATE_ERRORS = [
+  ...ErrorCodes.body,
+  ...ErrorCodes.validation,
+  'invalid_address',
+  'invalid_carrier',
+  'invalid_service',
+  ...ErrorCodes.write,
+] as const;
+export const CANCEL_ERRORS = [...ErrorCodes.lookup, 'shipment_not_cancellable', ...ErrorCodes.write] as const;
 
 export function shipmentRoutes(shipments: ShipmentService) {
   const router = createRouter();
@@ -39,14 +50,7 @@ export function shipmentRoutes(shipments: ShipmentService) {
       request: { body: jsonBody(CreateShipmentSchema) },
       responses: {
         201: apiResponse(ShipmentSchema, 'The shipment, in status created'),
-        ...apiErrors(
-          ...ErrorCodes.body,
-          ...ErrorCodes.validation,
-          'invalid_address',
-          'invalid_carrier',
-          'invalid_service',
-          ...ErrorCodes.write,
-        ),
+        ...apiErrors(...CREATE_ERRORS),
       },
     }),
     async (c) => sendJsonText(c, await shipments.create(c.get('caller'), c.req.valid('json')), 201),
@@ -100,7 +104,7 @@ export function shipmentRoutes(shipments: ShipmentService) {
       request: { params: IdParam },
       responses: {
         200: apiResponse(CancelledShipmentSchema, 'The cancelled shipment'),
-        ...apiErrors(...ErrorCodes.lookup, 'shipment_not_cancellable', ...ErrorCodes.write),
+        ...apiErrors(...CANCEL_ERRORS),
       },
     }),
     async (c) => sendJsonText(c, await shipments.cancel(c.get('caller'), c.req.valid('param').id), 200),

@@ -6,10 +6,19 @@ import {
   controlErrors,
   createRouter,
   ErrorCodes,
+  jsonBody,
   jsonResponse,
   sendJsonText,
 } from '../http/router.js';
-import { REFERENCE_MAX_LENGTH, ShipmentSchema, ShipmentStatusSchema } from './schema.js';
+import { twinDescription } from '../http/twin.js';
+import { CANCEL_ERRORS, CREATE_ERRORS, IdParam } from './routes.js';
+import {
+  CancelledShipmentSchema,
+  CreateShipmentSchema,
+  REFERENCE_MAX_LENGTH,
+  ShipmentSchema,
+  ShipmentStatusSchema,
+} from './schema.js';
 import { SEARCH_PAGE_SIZE, type ShipmentService } from './service.js';
 
 const SearchQuerySchema = z.object({
@@ -28,11 +37,13 @@ const SearchQuerySchema = z.object({
 const ShipmentSearchSchema = z.object({ data: z.array(ShipmentSchema) }).openapi('ShipmentSearch');
 
 /**
- * The dashboard's shipment list: a search by id, tracking number or reference. Under `/_sandbox`, so
- * a dashboard that keeps it up to date spends none of the account's rate limits.
+ * The dashboard's shipment list (a search by id, tracking number or reference) and its twins of
+ * creating and cancelling (see http/twin.ts). Under `/_sandbox`, so what the dashboard does spends
+ * none of the account's rate limits and is not judged as the merchant's client.
  */
 export function shipmentControlRoutes(shipments: ShipmentService) {
   const router = createRouter();
+  const tags = ['Sandbox controls'];
 
   router.openapi(
     createRoute({
@@ -53,6 +64,44 @@ export function shipmentControlRoutes(shipments: ShipmentService) {
       },
     }),
     async (c) => sendJsonText(c, await shipments.search(c.get('caller'), c.req.valid('query')), 200),
+  );
+
+  router.openapi(
+    createRoute({
+      method: 'post',
+      path: '/shipments',
+      operationId: 'sandboxCreateShipment',
+      tags,
+      summary: 'Create a shipment and rate it, for the dashboard',
+      description: twinDescription('POST /v1/shipments'),
+      security: BEARER_SECURITY,
+      middleware: [requireScope('shipments:write')] as const,
+      request: { body: jsonBody(CreateShipmentSchema) },
+      responses: {
+        201: jsonResponse(ShipmentSchema, 'The shipment, in status created'),
+        ...controlErrors(...CREATE_ERRORS),
+      },
+    }),
+    (c) => sendJsonText(c, shipments.create(c.get('caller'), c.req.valid('json')), 201),
+  );
+
+  router.openapi(
+    createRoute({
+      method: 'delete',
+      path: '/shipments/{id}',
+      operationId: 'sandboxCancelShipment',
+      tags,
+      summary: 'Cancel a shipment (voids its label, if any), for the dashboard',
+      description: twinDescription('DELETE /v1/shipments/{id}'),
+      security: BEARER_SECURITY,
+      middleware: [requireScope('shipments:write')] as const,
+      request: { params: IdParam },
+      responses: {
+        200: jsonResponse(CancelledShipmentSchema, 'The cancelled shipment'),
+        ...controlErrors(...CANCEL_ERRORS),
+      },
+    }),
+    (c) => sendJsonText(c, shipments.cancel(c.get('caller'), c.req.valid('param').id), 200),
   );
 
   return router;

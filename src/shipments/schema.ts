@@ -1,5 +1,5 @@
 import { AddressSchema, ParcelSchema } from '../addresses/schema.js';
-import { type LimitBounds, limitParam, MoneySchema, TimestampSchema } from '../core/schemas.js';
+import { idSchema, type LimitBounds, limitParam, MoneySchema, TimestampSchema } from '../core/schemas.js';
 import { z } from '../core/zod.js';
 
 /** A page of `GET /v1/shipments`: 20 shipments unless `limit` says otherwise, at most 100. */
@@ -40,7 +40,7 @@ export const ShipmentStatusSchema = z.enum([
 
 export const ShipmentSchema = z
   .object({
-    id: z.string().openapi({ example: 'shp_01JD3S5Z7QK2N8W4X6Y9A0B1C2' }),
+    id: idSchema('shp'),
     status: ShipmentStatusSchema,
     carrier: z.string(),
     service: z.string(),
@@ -50,14 +50,14 @@ export const ShipmentSchema = z
     parcel: ParcelSchema,
     reference: z.string().nullable(),
     tracking_number: z.string().nullable(),
-    label_id: z.string().nullable(),
+    label_id: idSchema('lbl').nullable(),
     created_at: TimestampSchema,
     cancelled_at: TimestampSchema.nullable(),
   })
   .openapi('Shipment');
 
 export const CancelledShipmentSchema = z
-  .object({ id: z.string(), status: z.literal('cancelled'), cancelled_at: TimestampSchema })
+  .object({ id: idSchema('shp'), status: z.literal('cancelled'), cancelled_at: TimestampSchema })
   .openapi('CancelledShipment');
 
 export const ListShipmentsQuerySchema = z.object({
@@ -76,7 +76,11 @@ export const ListShipmentsQuerySchema = z.object({
 export const ShipmentListSchema = z
   .object({
     data: z.array(ShipmentSchema),
-    meta: z.object({ total: z.number().int(), cursor: z.string().nullable(), has_more: z.boolean() }),
+    meta: z.object({
+      total: z.number().int(),
+      cursor: idSchema('cur', 'cur_AAAAAZNXJ4gAAAAAAAAAAQ').nullable(),
+      has_more: z.boolean(),
+    }),
   })
   .openapi('ShipmentList');
 

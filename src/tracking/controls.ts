@@ -87,7 +87,8 @@ export class TrackingControls {
     const { db, scheduler, planner } = this.deps;
     return transaction(db, () => {
       const shipment = this.assertTrackable(actor, label);
-      const current = this.present(label).status;
+      const before = this.present(label);
+      const current = before.status;
       const pending = planner.pendingSteps(label, shipment);
       const reach = pending.findIndex((step) => step.status === target);
 
@@ -126,7 +127,8 @@ export class TrackingControls {
           description: 'forced by the sandbox',
           steps: path.map((status) => ({ afterMs: 0, status })),
         };
-        steps = planner.timelineFor(label, shipment, forced, actor.now);
+        // From where the parcel is now, worded for what it has been through (not from the sender's door).
+        steps = planner.timelineFor(label, shipment, forced, actor.now, undefined, before.events[0]);
         scheduler.cancel(TRACKING_STEP, label.id, actor.now);
       }
       let latest = label;

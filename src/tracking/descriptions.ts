@@ -10,10 +10,14 @@ import type { Rng } from './journey.js';
 /**
  * What happens at a step. `in_transit` is split by what the package does at its place: it has just
  * `arrived` there, it `departed` from the place of the previous scan, or it is `processing` (a further
- * scan at the same place, or a move with no place change worth naming).
+ * scan at the same place, or a move with no place change worth naming). `exception` is split by when
+ * it happens, since a carrier words each differently: before it has the package (a `pickup_exception`:
+ * the driver came and left without it), on the way (a `transit_exception`: a delay or a hold at a
+ * facility), or at the door (a `delivery_exception`: an attempt that failed).
  */
-export type Moment = Exclude<TrackingStatus, 'in_transit'> | 'arrived' | 'departed' | 'processing';
+export type Moment = Exclude<TrackingStatus, 'in_transit' | 'exception'> | Movement | ExceptionMoment;
 type Movement = 'arrived' | 'departed' | 'processing';
+export type ExceptionMoment = 'pickup_exception' | 'transit_exception' | 'delivery_exception';
 
 /** Variants per moment, and for a movement optionally per place, which wins over the plain one. */
 type Table = Record<Moment, readonly string[]> & Partial<Record<`${Movement}@${Place}`, readonly string[]>>;
@@ -37,7 +41,12 @@ const USPS: Table = {
     'Delivered, Left with Individual',
     'Delivered, Parcel Locker',
   ],
-  exception: [
+  pickup_exception: [
+    'Pickup Attempted, Item Not Ready for Pickup',
+    'Scheduled Pickup Not Completed, Business Closed',
+  ],
+  transit_exception: ['In Transit, Arriving Late', 'Held at USPS Facility, Delayed in Processing'],
+  delivery_exception: [
     'Delivery Attempted - No Access to Delivery Location',
     'Notice Left (No Authorized Recipient Available)',
   ],
@@ -52,7 +61,15 @@ const UPS: Table = {
   processing: ['Processing at UPS Facility'],
   out_for_delivery: ['Out For Delivery Today', 'Loaded on Delivery Vehicle'],
   delivered: ['Delivered', 'Delivered - Front Door', 'Delivered - Receiver'],
-  exception: [
+  pickup_exception: [
+    'The package was not ready for pickup. We will make another attempt the next business day.',
+    "The shipper's business was closed at the time of pickup.",
+  ],
+  transit_exception: [
+    'Your package is delayed in transit. We are updating the delivery date.',
+    'A mechanical failure has caused a delay. We will update the delivery date as soon as possible.',
+  ],
+  delivery_exception: [
     'The receiver was not available for delivery. We will make a second attempt the next business day.',
     'A delivery change for this package is in progress.',
   ],
@@ -71,7 +88,15 @@ const FEDEX: Table = {
   processing: ['In transit'],
   out_for_delivery: ['On FedEx vehicle for delivery'],
   delivered: ['Delivered', 'Delivered - Left at front door'],
-  exception: [
+  pickup_exception: [
+    'Pickup exception - Package not ready for pickup',
+    'Pickup exception - Business closed at time of pickup',
+  ],
+  transit_exception: [
+    'Shipment exception - Delay beyond our control',
+    'Shipment exception - Package delayed',
+  ],
+  delivery_exception: [
     'Delivery exception - Customer not available or business closed',
     'Delivery exception - Unable to deliver',
   ],
@@ -87,7 +112,12 @@ const DHL_EXPRESS: Table = {
   processing: ['Processed at {city}', 'Transferred through {city}'],
   out_for_delivery: ['With delivery courier', 'Out with courier for delivery'],
   delivered: ['Delivered', 'Delivered - Signed for by receiver'],
-  exception: ['Delivery attempted; recipient not home', 'Delivery attempted; consignee premises closed'],
+  pickup_exception: ['Shipment not ready for pickup', 'Pickup attempted; shipper premises closed'],
+  transit_exception: ['Shipment on hold in {city}', 'Delay in transit at {city}'],
+  delivery_exception: [
+    'Delivery attempted; recipient not home',
+    'Delivery attempted; consignee premises closed',
+  ],
   returned: ['Returned to shipper', 'Shipment is being returned to shipper'],
 };
 
@@ -100,7 +130,9 @@ const GENERIC: Table = {
   processing: ['In transit to next facility'],
   out_for_delivery: ['Out for delivery'],
   delivered: ['Delivered'],
-  exception: ['Delivery attempted - recipient not available'],
+  pickup_exception: ['Pickup attempted - package not ready'],
+  transit_exception: ['Delayed in transit'],
+  delivery_exception: ['Delivery attempted - recipient not available'],
   returned: ['Returned to sender'],
 };
 

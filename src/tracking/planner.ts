@@ -9,7 +9,7 @@ import type { Scheduler } from '../scheduler/scheduler.js';
 import type { ShipmentRecord, ShipmentStore } from '../shipments/store.js';
 import { type ChainPayload, isChain, TRACKING_STEP, type TrackingJobPayload } from './chain.js';
 import type { TrackingPlan, TrackingStore } from './store.js';
-import { planTimeline, type TimelineStep } from './timeline.js';
+import { planTimeline, type TimelineInput, type TimelineStep } from './timeline.js';
 
 /** A step still to come, and the pending job it belongs to (`ahead` places along its chain). */
 export interface PendingStep {
@@ -65,16 +65,21 @@ export class TrackingPlanner {
     return plan;
   }
 
-  /** The label's timeline for `scenario` started at `startedAt`. */
+  /**
+   * The label's timeline for `scenario` started at `startedAt`; with `after` (the parcel's latest
+   * event), one that goes on from where the parcel is (see TimelineInput).
+   */
   timelineFor(
     label: LabelRecord,
     shipment: ShipmentRecord,
     scenario: Scenario,
     startedAt: number,
     seed = this.deps.seed,
+    after?: TimelineInput['after'],
   ): TimelineStep[] {
+    const { id: labelId, carrier } = label;
     return planTimeline(
-      { seed, labelId: label.id, carrier: label.carrier, from: shipment.from, to: shipment.to, startedAt },
+      { seed, labelId, carrier, from: shipment.from, to: shipment.to, startedAt, after },
       scenario,
     );
   }

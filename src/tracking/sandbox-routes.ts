@@ -201,7 +201,8 @@ export function trackingControlRoutes(tracking: TrackingService) {
       request: { params: ShipmentIdParam },
       responses: {
         200: jsonResponse(ParcelOverviewSchema, 'The parcel'),
-        ...controlErrors(...ErrorCodes.lookup),
+        // A shipment without a label (or whose label was voided) has no parcel yet.
+        ...controlErrors(...ErrorCodes.lookup, 'no_active_label'),
       },
     }),
     (c) => c.json(tracking.overview(c.get('caller'), c.req.valid('param').id), 200),

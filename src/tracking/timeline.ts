@@ -2,8 +2,8 @@ import { hash } from 'node:crypto';
 import { DAY, MINUTE } from '../core/time.js';
 import type { Scenario, ScenarioStep } from '../scenarios/files.js';
 import type { Place, TrackingStatus } from '../scenarios/vocabulary.js';
-import { describeStep, fillPlaceholders, type Moment } from './descriptions.js';
-import { planRoute, type Rng, type RouteAddress } from './journey.js';
+import { describeStep, type ExceptionMoment, fillPlaceholders, type Moment } from './descriptions.js';
+import { planRoute, type Rng, type RouteAddress, type RouteStop } from './journey.js';
 import { mersenneTwister } from './random.js';
 
 export interface TimelineInput {
@@ -15,6 +15,12 @@ export interface TimelineInput {
   to: RouteAddress;
   /** When the label was created, in ms on the account's clock: the first step happens exactly then. */
   startedAt: number;
+  /**
+   * The parcel's latest event, for a plan that goes on from where the parcel is (a forced advance):
+   * its first step happens there and is worded for what the parcel has been through. Without it the
+   * plan starts at the sender's, before pickup.
+   */
+  after?: { status: TrackingStatus; location: string } | undefined;
 }
 
 export interface TimelineStep {
@@ -36,15 +42,15 @@ const MAX_JITTER_MS = 7 * MINUTE;
 export function planTimeline(input: TimelineInput, scenario: Scenario): TimelineStep[] {
   const rng = seededRng(input.seed, input.labelId);
   const route = planRoute(input.carrier, input.from, input.to, rng);
-  const positions = placeSteps(scenario.steps, route.length);
+  let previous = input.after && whereItIs(input.after, route);
+  const positions = placeSteps(scenario.steps, route.length, previous?.position);
   const times = stepTimes(scenario.steps, input.startedAt, rng);
 
-  let previous: { position: number; moment: Moment } | undefined;
   return scenario.steps.map((step, index) => {
     const position = positions[index] ?? 0;
     const stop = route[position] ?? route[0];
     if (!stop) throw new Error('a route has at least its origin and destination');
-    const moment = momentOf(step.status, position, previous);
+    const moment = momentOf(step.status, position, previous, route.length);
     previous = { position, moment };
     return {
       index,
@@ -106,11 +112,11 @@ function stepTimes(steps: readonly ScenarioStep[], startedAt: number, rng: Rng):
  * in_transit steps spreads evenly over the hubs still ahead, ending at the destination hub. After the first
  * `returned` step the package heads back: later steps move one stop back towards the origin each.
  */
-function placeSteps(steps: readonly ScenarioStep[], length: number): number[] {
+function placeSteps(steps: readonly ScenarioStep[], length: number, start = 0): number[] {
   const destinationHub = length - 2;
   const destination = length - 1;
   const positions: number[] = [];
-  let position = 0;
+  let position = start;
   let returning = false;
 
   for (let i = 0; i < steps.length; i++) {
@@ -190,8 +196,55 @@ function momentOf(
   status: TrackingStatus,
   position: number,
   previous: { position: number; moment: Moment } | undefined,
+  length: number,
 ): Moment {
+  if (status === 'exception') return exceptionMoment(position, previous, length);
   if (status !== 'in_transit') return status;
   if (!previous || previous.position !== position) return 'arrived';
   return previous.moment === 'departed' || previous.moment === 'processing' ? 'processing' : 'departed';
+}
+
+/**
+ * An exception before the carrier has the package is a pickup that failed, at the sender's; one at
+ * the door (after going out for delivery, or at the recipient's) is a delivery attempt that failed;
+ * anything in between is a delay or hold in the network.
+ */
+function exceptionMoment(
+  position: number,
+  previous: { position: number; moment: Moment } | undefined,
+  length: number,
+): ExceptionMoment {
+  if (!previous || previous.moment === 'pre_transit' || previous.moment === 'pickup_exception') {
+    return 'pickup_exception';
+  }
+  if (previous.moment === 'out_for_delivery' || position === length - 1) return 'delivery_exception';
+  return 'transit_exception';
+}
+
+/**
+ * Where a parcel is, for a plan that goes on from its latest event: the stop with that event's
+ * location (the last one, when a route passes a city twice), or for a location the route does not
+ * know (a custom event's) the stop its status implies; and what happened there.
+ */
+function whereItIs(
+  latest: { status: TrackingStatus; location: string },
+  route: readonly RouteStop[],
+): { position: number; moment: Moment } {
+  const found = route.findLastIndex((stop) => stop.location === latest.location);
+  const position =
+    found >= 0
+      ? found
+      : latest.status === 'pre_transit' || latest.status === 'accepted'
+        ? 0
+        : latest.status === 'out_for_delivery' || latest.status === 'delivered'
+          ? route.length - 1
+          : 1;
+  // Only an in_transit or exception step reads what came before it, and none is forced after an exception.
+  const moment: Moment =
+    latest.status === 'in_transit'
+      ? 'arrived'
+      : latest.status === 'exception'
+        ? 'transit_exception'
+        : latest.status;
+  return { position, moment };
 }

@@ -2,7 +2,7 @@ import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 
 /**
- * Where webhooks may deliver (CONTRACT.md, "Webhook destinations"). Pure logic: it judges a URL's
+ * Where webhooks may deliver (docs/shared.md explains the two policies). Pure logic: it judges a URL's
  * host and the addresses a name resolved to, and never resolves or connects itself.
  *
  * `local` (a developer's machine) refuses only what no webhook ever needs: link-local addresses

@@ -20,9 +20,13 @@ import {
 } from './schema.js';
 import { presentWebhook, type WebhookService } from './service.js';
 
-const IdParam = idParam('wh_01JD…');
+export const IdParam = idParam('wh_01JD…');
 const security = BEARER_SECURITY;
 const tags = ['Webhooks'];
+
+/** What registering and changing can answer besides every route's codes (the twins under /_sandbox too). */
+export const CREATE_ERRORS = [...ErrorCodes.body, ...ErrorCodes.validation, ...ErrorCodes.write] as const;
+export const UPDATE_ERRORS = [...CREATE_ERRORS, ...ErrorCodes.lookup] as const;
 
 export function webhookRoutes(webhooks: WebhookService) {
   const router = createRouter();
@@ -41,7 +45,7 @@ export function webhookRoutes(webhooks: WebhookService) {
       request: { body: jsonBody(CreateWebhookSchema) },
       responses: {
         201: apiResponse(WebhookSchema, 'The webhook'),
-        ...apiErrors(...ErrorCodes.body, ...ErrorCodes.validation, ...ErrorCodes.write),
+        ...apiErrors(...CREATE_ERRORS),
       },
     }),
     (c) => c.json(presentWebhook(webhooks.create(c.get('caller'), c.req.valid('json'))), 201),
@@ -91,7 +95,7 @@ export function webhookRoutes(webhooks: WebhookService) {
       request: { params: IdParam, body: jsonBody(UpdateWebhookSchema) },
       responses: {
         200: apiResponse(WebhookSchema, 'The webhook'),
-        ...apiErrors(...ErrorCodes.body, ...ErrorCodes.validation, ...ErrorCodes.lookup, ...ErrorCodes.write),
+        ...apiErrors(...UPDATE_ERRORS),
       },
     }),
     (c) =>
@@ -143,6 +147,9 @@ export function webhookDeliveryDocs(): RouteConfig[] {
       headers: DeliveryHeadersSchema,
       body: { required: true, content: { 'application/json': { schema: WEBHOOK_PAYLOADS[event] } } },
     },
+    // The sandbox calls the merchant's receiver with no credentials: the receiver trusts a delivery by
+    // its `Service-Signature` (a header above), not by an authentication scheme.
+    security: [],
     responses: {
       '2XX': {
         description:

@@ -10,11 +10,23 @@ import {
   createRouter,
   ErrorCodes,
   idParam,
+  jsonBody,
   jsonResponse,
 } from '../http/router.js';
+import { twinDescription } from '../http/twin.js';
 import type { WebhookDelivery } from './delivery.js';
-import { AttemptListSchema, AttemptSchema, ProbeResultSchema, SentAttemptSchema } from './schema.js';
-import { presentAttempt, presentProbe, type WebhookService } from './service.js';
+import { CREATE_ERRORS, IdParam, UPDATE_ERRORS } from './routes.js';
+import {
+  AttemptListSchema,
+  AttemptSchema,
+  CreateWebhookSchema,
+  ProbeResultSchema,
+  SentAttemptSchema,
+  UpdateWebhookSchema,
+  WebhookListSchema,
+  WebhookSchema,
+} from './schema.js';
+import { presentAttempt, presentProbe, presentWebhook, type WebhookService } from './service.js';
 import type { WebhookStore } from './store.js';
 
 const security = BEARER_SECURITY;
@@ -36,13 +48,73 @@ const EmailListSchema = z
   })
   .openapi('EmailList');
 
-/** Inspection of webhook traffic, redelivery, and the e-mail outbox. */
+/**
+ * Inspection of webhook traffic, redelivery, the e-mail outbox, and the dashboard's twins of listing,
+ * registering and changing webhooks (see http/twin.ts).
+ */
 export function webhookControlRoutes(
   webhooks: WebhookService,
   delivery: WebhookDelivery,
   store: WebhookStore,
 ) {
   const router = createRouter();
+
+  router.openapi(
+    createRoute({
+      method: 'get',
+      path: '/webhooks',
+      operationId: 'sandboxListWebhooks',
+      tags,
+      summary: "The account's webhooks, newest first, for the dashboard",
+      description: twinDescription('GET /v1/webhooks'),
+      security,
+      middleware: [requireScope('shipments:read')] as const,
+      responses: { 200: jsonResponse(WebhookListSchema, 'Webhooks'), ...controlErrors() },
+    }),
+    (c) => c.json({ data: webhooks.list(c.get('caller')).map(presentWebhook) }, 200),
+  );
+
+  router.openapi(
+    createRoute({
+      method: 'post',
+      path: '/webhooks',
+      operationId: 'sandboxCreateWebhook',
+      tags,
+      summary: 'Register a webhook, for the dashboard',
+      description: twinDescription('POST /v1/webhooks'),
+      security,
+      middleware: [requireScope('shipments:write')] as const,
+      request: { body: jsonBody(CreateWebhookSchema) },
+      responses: {
+        201: jsonResponse(WebhookSchema, 'The webhook'),
+        ...controlErrors(...CREATE_ERRORS),
+      },
+    }),
+    (c) => c.json(presentWebhook(webhooks.create(c.get('caller'), c.req.valid('json'))), 201),
+  );
+
+  router.openapi(
+    createRoute({
+      method: 'patch',
+      path: '/webhooks/{id}',
+      operationId: 'sandboxUpdateWebhook',
+      tags,
+      summary: 'Change a webhook, or set a failed one active again, for the dashboard',
+      description: twinDescription('PATCH /v1/webhooks/{id}'),
+      security,
+      middleware: [requireScope('shipments:write')] as const,
+      request: { params: IdParam, body: jsonBody(UpdateWebhookSchema) },
+      responses: {
+        200: jsonResponse(WebhookSchema, 'The webhook'),
+        ...controlErrors(...UPDATE_ERRORS),
+      },
+    }),
+    (c) =>
+      c.json(
+        presentWebhook(webhooks.update(c.get('caller'), c.req.valid('param').id, c.req.valid('json'))),
+        200,
+      ),
+  );
 
   router.openapi(
     createRoute({

@@ -1,4 +1,4 @@
-import { TimestampSchema } from '../core/schemas.js';
+import { idSchema, TimestampSchema } from '../core/schemas.js';
 import { z } from '../core/zod.js';
 import { EVENT_TYPES } from '../events/schema.js';
 
@@ -37,7 +37,7 @@ export const UpdateWebhookSchema = z
 
 export const WebhookSchema = z
   .object({
-    id: z.string().openapi({ example: 'wh_01JD…' }),
+    id: idSchema('wh'),
     url: z.string(),
     events: z.array(z.enum(EVENT_TYPES)),
     status: z.enum(['active', 'failed', 'disabled']),
@@ -48,7 +48,7 @@ export const WebhookSchema = z
 export const WebhookListSchema = z.object({ data: z.array(WebhookSchema) }).openapi('WebhookList');
 
 export const DeletedWebhookSchema = z
-  .object({ id: z.string(), deleted: z.literal(true) })
+  .object({ id: idSchema('wh'), deleted: z.literal(true) })
   .openapi('DeletedWebhook');
 
 export const AttemptSchema = z

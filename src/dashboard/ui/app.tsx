@@ -7,7 +7,6 @@ import { NAVIGATION, parseRoute, type Route, sectionOf } from './routes.js';
 import { ClockScreen } from './screens/clock.js';
 import { FaultsScreen } from './screens/faults.js';
 import { KeysScreen } from './screens/keys.js';
-import { LabelScreen } from './screens/label.js';
 import { OutboxScreen } from './screens/outbox.js';
 import { ReportScreen } from './screens/report.js';
 import { RequestsScreen } from './screens/requests.js';
@@ -98,8 +97,9 @@ function SignIn(props: { onSignIn: (key: string) => void; notice: string | undef
     <main class="sign-in">
       <h1>Shipping Sandbox</h1>
       <p>
-        The dashboard acts as one account: sign in with that account's test key. It calls the same API with it
-        as your code does, so it can do nothing the key cannot.
+        The dashboard acts as one account: sign in with that account's test key. It acts with that key, so it
+        can do nothing the key cannot; and it goes through the sandbox's own routes, so nothing it does counts
+        as your client's requests.
       </p>
       {props.notice && (
         <p class="notice" role="status">
@@ -210,8 +210,6 @@ function CurrentScreen(props: { route: Route }) {
       return <ShipmentsScreen />;
     case 'shipment':
       return <ShipmentScreen key={route.id} id={route.id} />;
-    case 'label':
-      return <LabelScreen key={route.id} id={route.id} />;
     case 'clock':
       return <ClockScreen />;
     case 'webhooks':

@@ -1,16 +1,12 @@
 import type { ComponentChildren, JSX } from 'preact';
-import { useState } from 'preact/hooks';
+import { useId, useRef, useState } from 'preact/hooks';
 import { describeFailure } from './api.js';
 import { formatInstant, relativeTo, statusWords } from './format.js';
 import type { Live } from './live.js';
 import { useSession } from './live.js';
 
-/**
- * A button that runs one action against the sandbox: disabled while it runs (so a double click does
- * not do it twice), and followed by the API's own words when it fails. Its text is its name, and
- * says what it does.
- */
-export function ActionButton(props: {
+interface ActionProps {
+  /** The button's text: its name, which says what it does. */
   children: ComponentChildren;
   run: () => Promise<unknown>;
   /** Told once the action succeeded (to read the screen again, say). */
@@ -18,10 +14,16 @@ export function ActionButton(props: {
   kind?: 'primary' | 'danger' | 'plain';
   label?: string;
   disabled?: boolean;
-}) {
+}
+
+/**
+ * Runs an action: busy while it runs (so a double click does not do it twice), and the API's own words
+ * when it fails, shown as an error message beside the button (never in it).
+ */
+function useAction(props: Pick<ActionProps, 'run' | 'then'>) {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | undefined>(undefined);
-  const click = async () => {
+  const run = async () => {
     setBusy(true);
     setError(undefined);
     try {
@@ -33,21 +35,90 @@ export function ActionButton(props: {
       setBusy(false);
     }
   };
+  return { busy, error, run };
+}
+
+/** A button that runs one action against the sandbox (see useAction). */
+export function ActionButton(props: ActionProps) {
+  const action = useAction(props);
   return (
     <span class="action">
       <button
         type="button"
         class={`button ${props.kind ?? 'plain'}`}
-        onClick={click}
-        disabled={busy || props.disabled}
-        aria-busy={busy}
+        onClick={action.run}
+        disabled={action.busy || props.disabled}
+        aria-busy={action.busy}
         aria-label={props.label}
       >
         {props.children}
       </button>
-      {error && (
+      {action.error && (
         <span class="error" role="alert">
-          {error}
+          {action.error}
+        </span>
+      )}
+    </span>
+  );
+}
+
+/**
+ * A button whose action cannot be undone, and so asks first: in the browser's own modal `<dialog>`,
+ * which keeps the focus inside, closes on Escape and gives the focus back to the button. The dialog
+ * says what will happen; its two buttons name the action and the way out (no bare "OK" or "Cancel").
+ */
+export function ConfirmButton(
+  props: ActionProps & {
+    /** The dialog's heading: the question, naming what it acts on. */
+    question: string;
+    /** What happens, and what follows from it. */
+    consequences: ComponentChildren;
+    /** The dialog's buttons: the one that does it, and the one that leaves things as they are. */
+    confirm: string;
+    keep: string;
+  },
+) {
+  const action = useAction(props);
+  const dialog = useRef<HTMLDialogElement>(null);
+  const keep = useRef<HTMLButtonElement>(null);
+  const id = useId();
+  const ask = () => {
+    dialog.current?.showModal();
+    // The way out is where the keyboard starts: Enter alone never destroys anything.
+    keep.current?.focus();
+  };
+  const confirmed = () => {
+    dialog.current?.close();
+    void action.run();
+  };
+  return (
+    <span class="action">
+      <button
+        type="button"
+        class={`button ${props.kind ?? 'plain'}`}
+        onClick={ask}
+        disabled={action.busy || props.disabled}
+        aria-busy={action.busy}
+        aria-label={props.label}
+        aria-haspopup="dialog"
+      >
+        {props.children}
+      </button>
+      <dialog ref={dialog} class="confirm" aria-labelledby={`${id}-question`} aria-describedby={`${id}-what`}>
+        <h2 id={`${id}-question`}>{props.question}</h2>
+        <div id={`${id}-what`}>{props.consequences}</div>
+        <div class="actions">
+          <button type="button" class={`button ${props.kind ?? 'primary'}`} onClick={confirmed}>
+            {props.confirm}
+          </button>
+          <button type="button" class="button plain" ref={keep} onClick={() => dialog.current?.close()}>
+            {props.keep}
+          </button>
+        </div>
+      </dialog>
+      {action.error && (
+        <span class="error" role="alert">
+          {action.error}
         </span>
       )}
     </span>

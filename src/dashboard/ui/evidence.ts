@@ -17,8 +17,11 @@ export function evidenceLink(item: Evidence): { href: string; text: string } {
         text: `View delivery ${item.id}`,
       };
     case 'label_url':
+      // The evidence names the label's shipment: no read of the label (a /v1 request) to find it.
       return {
-        href: hrefOf({ screen: 'label', id: item.id }),
+        href: item.shipment_id
+          ? hrefOf({ screen: 'shipment', id: item.shipment_id })
+          : hrefOf({ screen: 'shipments' }),
         text: `View the shipment of label ${item.id}`,
       };
   }

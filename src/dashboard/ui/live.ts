@@ -13,7 +13,8 @@ export interface Live<T> {
 
 /**
  * Keeps `load`'s answer current while the screen shows (see poller.ts); `deps` start it afresh.
- * `everyMs: Infinity` reads once, and again only when asked (for `/v1` reads, which count).
+ * `everyMs: Infinity` reads once, and again only when asked (for what changes only when this page
+ * changes it).
  */
 export function usePoll<T>(
   load: () => Promise<T>,

@@ -8,8 +8,6 @@
 export type Route =
   | { screen: 'shipments' }
   | { screen: 'shipment'; id: string }
-  /** A label, shown as its shipment (the report's evidence names labels). */
-  | { screen: 'label'; id: string }
   | { screen: 'clock' }
   | { screen: 'webhooks'; id?: string; delivery?: string }
   | { screen: 'outbox' }
@@ -43,8 +41,6 @@ export function parseRoute(hash: string): Route {
   switch (first) {
     case 'shipments':
       return id && ids.length === 1 ? { screen: 'shipment', id } : { screen: 'shipments' };
-    case 'labels':
-      return id && ids.length === 1 ? { screen: 'label', id } : { screen: 'shipments' };
     case 'webhooks':
       if (id && inner && ids.length === 2) return { screen: 'webhooks', id, delivery: inner };
       return id && ids.length === 1 ? { screen: 'webhooks', id } : { screen: 'webhooks' };
@@ -65,8 +61,6 @@ export function hrefOf(route: Route): string {
   switch (route.screen) {
     case 'shipment':
       return `#/shipments/${encodeURIComponent(route.id)}`;
-    case 'label':
-      return `#/labels/${encodeURIComponent(route.id)}`;
     case 'webhooks':
       if (!route.id) return '#/webhooks';
       return route.delivery
@@ -79,9 +73,9 @@ export function hrefOf(route: Route): string {
   }
 }
 
-/** The navigation entry a screen belongs to (a shipment, and a label, belong to the shipments). */
+/** The navigation entry a screen belongs to (a shipment belongs to the shipments). */
 export function sectionOf(route: Route): Screen {
-  return route.screen === 'shipment' || route.screen === 'label' ? 'shipments' : route.screen;
+  return route.screen === 'shipment' ? 'shipments' : route.screen;
 }
 
 function decodeSegment(segment: string): string {

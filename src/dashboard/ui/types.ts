@@ -1,86 +1,67 @@
-/** The parts of the API's answers that the dashboard reads (see /openapi.json for the whole). */
+/**
+ * The API's answers as the dashboard reads them: the OpenAPI document's own schemas, through the
+ * types generated from it for the typed client (`src/client/schema.ts`, `npm run generate:client`).
+ * Only types come from there, and a type import leaves nothing in the page's bundle.
+ */
+import type { components } from '../../client/schema.js';
+import type {
+  Label,
+  Rate,
+  Shipment,
+  ShipmentStatus,
+  TrackingEvent,
+  TrackingStatus,
+  Webhook,
+  WebhookEventType,
+} from '../../client/types.js';
 
-export interface Money {
-  amount: string;
-  currency: string;
+export type { Label, Rate, Shipment, ShipmentStatus, TrackingEvent, TrackingStatus, Webhook };
+
+type Schemas = components['schemas'];
+
+export type Address = Schemas['Address'];
+export type ParcelOverview = Schemas['ParcelOverview'];
+export type Scenario = Schemas['ScenarioList']['data'][number];
+export type Attempt = Schemas['DeliveryAttempt'];
+export type AttemptInFull = Schemas['DeliveryAttemptInFull'];
+export type DueItem = Schemas['DueList']['data'][number];
+export type Account = Schemas['Account'];
+export type Key = Schemas['ApiKey'];
+export type Scope = Key['scopes'][number];
+export type Email = Schemas['EmailList']['data'][number];
+export type Fault = Schemas['Fault'];
+export type JournalEntry = Schemas['JournalEntry'];
+export type ProbeResult = Schemas['WebhookProbe'];
+export type Report = Schemas['IntegrationReport'];
+export type Check = Schemas['ReportCheck'];
+export type CheckStatus = Check['status'];
+export type Evidence = Schemas['ReportEvidence'];
+export type Clock = Schemas['Clock'];
+export type AdvancedClock = Schemas['AdvancedClock'];
+
+/** A list answer of the controls: `{data: [...]}`. */
+export interface List<T> {
+  data: T[];
 }
 
-export interface Address {
-  name?: string;
-  company?: string;
-  address1?: string;
-  city?: string;
-  state?: string;
-  zip?: string;
-  country?: string;
-}
+/**
+ * Every member of a union of strings, as a list to draw choices from: the compiler refuses a list that
+ * misses a member or names one the API does not have, so the lists below follow the document.
+ */
+const everyOf =
+  <T extends string>() =>
+  <const L extends readonly T[]>(list: L & ([T] extends [L[number]] ? unknown : 'misses a member')) =>
+    list;
 
-export const SHIPMENT_STATUSES = [
+export const SHIPMENT_STATUSES = everyOf<ShipmentStatus>()([
   'created',
   'label_generated',
   'in_transit',
   'delivered',
   'cancelled',
-] as const;
+]);
 
-export interface Shipment {
-  id: string;
-  status: (typeof SHIPMENT_STATUSES)[number];
-  carrier: string;
-  service: string;
-  rate: Money;
-  from: Address;
-  to: Address;
-  parcel: { weight: number; length: number; width: number; height: number };
-  reference: string | null;
-  tracking_number: string | null;
-  label_id: string | null;
-  created_at: string;
-  cancelled_at: string | null;
-}
-
-export interface Label {
-  id: string;
-  shipment_id: string;
-  tracking_number: string;
-  carrier: string;
-  format: 'pdf' | 'png' | 'zpl';
-  label_url: string;
-  expires_at: string;
-  created_at: string;
-  status: 'active' | 'voided';
-}
-
-export interface TrackingEvent {
-  status: string;
-  description: string;
-  location: string;
-  occurred_at: string;
-}
-
-export interface ParcelOverview {
-  shipment_id: string;
-  label_id: string;
-  tracking_number: string;
-  scenario: string | null;
-  tracking: { status: string; estimated_delivery: string; events: TrackingEvent[] };
-  upcoming: { status: string; description: string; location: string; due_at: string }[];
-  can_advance_to: string[];
-}
-
-export interface Rate {
-  carrier: string;
-  service: string;
-  rate: Money;
-  estimated_days: number;
-}
-
-export interface Scenario {
-  name: string;
-  description: string;
-}
-
-export const EVENT_TYPES = [
+export const EVENT_TYPES = everyOf<WebhookEventType>()([
   'shipment.created',
   'shipment.cancelled',
   'label.generated',
@@ -88,151 +69,12 @@ export const EVENT_TYPES = [
   'tracking.updated',
   'tracking.delivered',
   'tracking.exception',
-] as const;
+]);
 
-export interface Webhook {
-  id: string;
-  url: string;
-  events: string[];
-  status: 'active' | 'failed' | 'disabled';
-  created_at: string;
-}
-
-export interface Attempt {
-  id: string;
-  webhook_id: string;
-  event_id: string;
-  event: string;
-  attempt: number;
-  redelivery: boolean;
-  probe: boolean;
-  probe_signature: 'genuine' | 'forged' | null;
-  status: 'scheduled' | 'sending' | 'succeeded' | 'failed' | 'cancelled';
-  scheduled_at: string;
-  sent_at: string | null;
-  response_status: number | null;
-  response_excerpt: string | null;
-  duration_ms: number | null;
-  error: string | null;
-  error_message: string | null;
-  next_attempt_at: string | null;
-}
-
-export interface AttemptInFull extends Attempt {
-  request: { method: string; url: string; headers: Record<string, string>; body: string } | null;
-}
-
-export interface DueItem {
-  id: string;
-  kind: string;
-  subject: string;
-  due_at: string;
-  detail: Record<string, unknown>;
-}
-
-export interface Account {
-  id: string;
-  name: string;
-  plan: string;
-}
-
-export const SCOPES = [
+export const SCOPES = everyOf<Scope>()([
   'shipments:read',
   'shipments:write',
   'rates:read',
   'orders:read',
   'billing:read',
-] as const;
-
-export interface Key {
-  id: string;
-  name: string;
-  scopes: string[];
-  last4: string;
-  created_at: string;
-  last_used_at: string | null;
-  revoked_at: string | null;
-}
-
-export interface Email {
-  id: string;
-  to: string;
-  subject: string;
-  body: string;
-  created_at: string;
-}
-
-export interface Fault {
-  id: string;
-  method: string | null;
-  path: string;
-  status: number | null;
-  code: string | null;
-  delay_ms: number;
-  drop: boolean;
-  times: number | null;
-  remaining: number | null;
-  created_at: string;
-}
-
-export interface JournalEntry {
-  id: string;
-  method: string;
-  path: string;
-  query: string;
-  status: number;
-  code: string | null;
-  duration_ms: number;
-  at: string;
-  wall_at: string;
-  key_id: string;
-  retry_after: number | null;
-}
-
-/** `POST /_sandbox/webhooks/:id/probe`. */
-export interface ProbeResult {
-  genuine: ProbeAttempt;
-  forged: ProbeAttempt;
-  verifies_signatures: boolean;
-}
-
-export interface ProbeAttempt {
-  delivery_id: string;
-  response_status: number | null;
-  error: string | null;
-  duration_ms: number | null;
-}
-
-export type CheckStatus = 'pass' | 'fail' | 'not_observed';
-
-/** `GET /_sandbox/report` (docs/report.md). */
-export interface Report {
-  account_id: string;
-  generated_at: string;
-  generated_wall_at: string;
-  status: CheckStatus;
-  checks: Check[];
-}
-
-export interface Check {
-  id: string;
-  title: string;
-  status: CheckStatus;
-  summary: string;
-  counts: { passed: number; failed: number };
-  evidence: Evidence[];
-}
-
-/** One occurrence a check judged: what `id` names depends on `kind`. */
-export interface Evidence {
-  kind: 'request' | 'delivery' | 'label_url';
-  id: string;
-  at: string | null;
-  wall_at: string | null;
-  detail: string;
-  webhook_id?: string;
-}
-
-export interface List<T> {
-  data: T[];
-}
+]);

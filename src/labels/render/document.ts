@@ -98,12 +98,28 @@ export function countryName(code: string): string {
   return name;
 }
 
-/** Plain printable ASCII, for barcode payloads and the MaxiCode message: accents dropped, anything else `?`. */
+/** Plain printable ASCII, for barcode payloads: accents dropped, anything else `?`. */
 export function plainAscii(text: string): string {
   return text
     .normalize('NFD')
     .replace(/\p{M}/gu, '')
     .replace(/[^\x20-\x7e]/g, '?');
+}
+
+const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
+
+/**
+ * Text as a label prints it. The API accepts any character in a name or a street, and a label has one
+ * line for each: control and format characters (line breaks, tabs, bidirectional overrides that
+ * would print a line backwards) become a space, with the spaces around them, and a lone surrogate,
+ * which no font or encoding holds, `?`. Printable ASCII, nearly every text, is returned as it is.
+ */
+export function printableText(text: string): string {
+  if (PRINTABLE_ASCII.test(text)) return text;
+  return text
+    .replace(/\p{Cs}/gu, '?')
+    .replace(/\s*[\p{Cc}\p{Cf}\p{Zl}\p{Zp}][\p{Cc}\p{Cf}\p{Zl}\p{Zp}\s]*/gu, ' ')
+    .trim();
 }
 
 export type TwoDimensionalSymbology = 'maxicode' | 'pdf417' | 'datamatrix';
@@ -141,6 +157,25 @@ const RS = '\x1e';
 const GS = '\x1d';
 const EOT = '\x04';
 
+/**
+ * The most of the recipient's city and state that the MaxiCode carries. A mode 2 or 3 symbol holds 84
+ * codewords after its primary message; with the fixed fields at their longest, these leave room to
+ * spare when every character takes one codeword, as code set A's capitals, digits and space do
+ * (`test/labels-render.test.ts` encodes the longest message). Like the street, the rest is printed.
+ */
+export const MAXICODE_CITY_LENGTH = 18;
+export const MAXICODE_STATE_LENGTH = 3;
+
+/** Capitals, digits and single spaces: a character a codeword, accents dropped, anything else a space. */
+function maxiCodeText(text: string, length: number): string {
+  return plainAscii(text)
+    .toUpperCase()
+    .replace(/[^0-9A-Z]+/g, ' ')
+    .trim()
+    .slice(0, length)
+    .trim();
+}
+
 export function maxiCodeMessage(doc: LabelDocument): MaxiCodeMessage {
   const zipDigits = doc.to.zip.replace(/[\s-]/g, '');
   const usZip = doc.to.country === 'US' && /^(\d{5}|\d{9})$/.test(zipDigits);
@@ -169,11 +204,14 @@ export function maxiCodeMessage(doc: LabelDocument): MaxiCodeMessage {
     // The street would overflow the symbol (about 90 characters after the primary message); UPS
     // prints it in text anyway, and city and state are what the sorters use.
     '',
-    plainAscii(doc.to.city).toUpperCase().slice(0, 20),
-    plainAscii(doc.to.state).toUpperCase().slice(0, 10),
+    maxiCodeText(doc.to.city, MAXICODE_CITY_LENGTH),
+    maxiCodeText(doc.to.state, MAXICODE_STATE_LENGTH),
   ];
   const secondary = `${fields.join(GS)}${RS}${EOT}`;
-  const full = `[)>${RS}01${GS}96${postalCode.trim()}${GS}${countryCode}${GS}${serviceClass}${GS}${secondary}`;
+  // A postal code of symbols alone (accepted where a country has no postal codes) leaves six spaces,
+  // as ZPL's primary message has them: an empty one is no MaxiCode.
+  const primaryPostalCode = postalCode.trim() || postalCode;
+  const full = `[)>${RS}01${GS}96${primaryPostalCode}${GS}${countryCode}${GS}${serviceClass}${GS}${secondary}`;
   return { mode: usZip ? 2 : 3, postalCode, countryCode, serviceClass, secondary, full };
 }
 

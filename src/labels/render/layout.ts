@@ -8,6 +8,7 @@ import {
   type MaxiCodeMessage,
   maxiCodeMessage,
   PAGE_SIZES,
+  printableText,
   routingCode,
   SAMPLE_MARK,
   type TwoDimensionalSymbology,
@@ -137,7 +138,7 @@ function text(
   options: TextOptions = {},
 ) {
   const bold = options.bold ?? false;
-  const fitted = fitText(value, size, bold, width, options.minScale ?? 0.8);
+  const fitted = fitText(printableText(value), size, bold, width, options.minScale ?? 0.8);
   return {
     kind: 'text',
     x,

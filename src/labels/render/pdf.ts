@@ -1,4 +1,4 @@
-import { cleanText, lineSplit, StandardFontEmbedder, StandardFonts } from 'pdf-lib';
+import { StandardFontEmbedder, StandardFonts } from 'pdf-lib';
 import { type BarcodeShape, barcodeShapes } from './barcodes.js';
 import { type LabelDocument, PAGE_SIZES, POINTS_PER_DOT, SAMPLE_MARK } from './document.js';
 import { type BoxItem, layoutLabel, type TextItem } from './layout.js';
@@ -82,15 +82,14 @@ function textOperators(item: TextItem): string {
   const text = winAnsi(font.metrics, item.text);
   const width = font.metrics.widthOfTextAtSize(text, item.size);
   const left = item.align === 'center' ? item.x + (item.width - width) / 2 : item.x;
-  const lines = lineSplit(cleanText(text)).map((line) => `${font.metrics.encodeText(line).toString()} Tj`);
   return [
     'BT',
     item.inverse ? '1 g' : '0 g',
     `/${font.name} ${item.size} Tf`,
-    // A text that holds line breaks goes on over several lines, a line of its size apart.
+    // The layout's texts are one line each (printableText); the leading stays, so files keep their bytes.
     `${item.size} TL`,
     `1 0 0 -1 ${num(left)} ${item.baseline} Tm`,
-    lines.join('\nT*\n'),
+    `${font.metrics.encodeText(text).toString()} Tj`,
     'ET',
   ].join('\n');
 }

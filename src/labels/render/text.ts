@@ -53,7 +53,17 @@ export function fitText(
   if (natural <= width) return { text, size };
   const smaller = Math.max(Math.ceil(size * minScale), Math.floor((size * width) / natural));
   if (textWidth(text, smaller, bold) <= width) return { text, size: smaller };
+  // The longest start that fits with its ellipsis (at least one character). A longer start is never
+  // narrower, so a binary search finds it: a hundred characters of another script are measured a few
+  // times, not a hundred.
   const chars = [...text];
-  while (chars.length > 1 && textWidth(`${chars.join('').trimEnd()}...`, smaller, bold) > width) chars.pop();
-  return { text: `${chars.join('').trimEnd()}...`, size: smaller };
+  const cut = (length: number) => `${chars.slice(0, length).join('').trimEnd()}...`;
+  let fits = 1;
+  let tooLong = chars.length;
+  while (tooLong - fits > 1) {
+    const middle = (fits + tooLong) >>> 1;
+    if (textWidth(cut(middle), smaller, bold) <= width) fits = middle;
+    else tooLong = middle;
+  }
+  return { text: cut(fits), size: smaller };
 }

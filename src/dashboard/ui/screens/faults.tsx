@@ -29,7 +29,7 @@ export function FaultsScreen() {
   return (
     <Screen
       title="Faults"
-      intro="Rules that make the account's matching /v1 requests fail, slow down or lose their connection: to see how your client copes. They apply to this dashboard's own /v1 calls too."
+      intro="Rules that make the account's matching /v1 requests fail, slow down or lose their connection: to see how your client copes. This dashboard's own actions go through /_sandbox, which no rule touches."
     >
       <LiveState live={live} what="the fault rules" />
       <Table
@@ -76,6 +76,7 @@ export function FaultsScreen() {
           submit="Add fault"
           run={() => api.post('/_sandbox/faults', rule())}
           then={() => live.refresh()}
+          class="grid-form"
         >
           <Choice
             label="Method"

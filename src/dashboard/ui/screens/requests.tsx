@@ -27,7 +27,7 @@ export function RequestsScreen(props: { selected?: string | undefined }) {
   return (
     <Screen
       title="Request journal"
-      intro="The account's latest requests to /v1, newest first, whatever their outcome: the dashboard's own reads of /v1 show here too."
+      intro="The account's latest requests to /v1, newest first, whatever their outcome. The dashboard's own calls go to /_sandbox and never show here."
     >
       <LiveState live={live} what="the journal" />
       {selected && live.loaded && !found && (

@@ -1,17 +1,31 @@
 import { useEffect, useState } from 'preact/hooks';
 import { ApiFailure, describeFailure } from '../api.js';
-import { ActionButton, Choice, Instant, LiveState, Screen, Status, Table } from '../components.js';
+import {
+  ActionButton,
+  Choice,
+  ConfirmButton,
+  Instant,
+  LiveState,
+  Screen,
+  Status,
+  Table,
+} from '../components.js';
 import { saveFile } from '../download.js';
-import { formatMoney, formatPlace, statusWords } from '../format.js';
+import { formatInstant, formatMoney, formatPlace, statusWords } from '../format.js';
 import { usePoll, useSession } from '../live.js';
 import type { Label, List, ParcelOverview, Rate, Scenario, Shipment } from '../types.js';
+import { voidRefusal } from '../voiding.js';
 
 interface ShipmentView {
   shipment: Shipment | undefined;
   parcel: ParcelOverview | undefined;
 }
 
-/** One shipment: what it is, its label, its parcel's journey, and QA's levers on all three. */
+/**
+ * One shipment: what it is, its label, its parcel's journey, and QA's levers on all three. Everything
+ * here goes through `/_sandbox` (the twins of the `/v1` routes for its actions): nothing QA does here
+ * counts as the account's client's requests.
+ */
 export function ShipmentScreen(props: { id: string }) {
   const { api } = useSession();
   const live = usePoll<ShipmentView>(async () => {
@@ -53,7 +67,7 @@ export function ShipmentScreen(props: { id: string }) {
             <Parcel shipment={shipment} parcel={parcel} refresh={live.refresh} />
           </div>
           <div class="column">
-            <LabelPanel shipment={shipment} refresh={live.refresh} />
+            <LabelPanel shipment={shipment} parcel={parcel} refresh={live.refresh} />
             <Rates shipment={shipment} />
           </div>
         </div>
@@ -120,7 +134,7 @@ function Summary(props: { shipment: Shipment; refresh: () => Promise<void> }) {
             />
             <ActionButton
               kind="primary"
-              run={() => api.post<Label>('/v1/labels', { shipment_id: shipment.id, format })}
+              run={() => api.post<Label>('/_sandbox/labels', { shipment_id: shipment.id, format })}
               then={props.refresh}
             >
               Generate label
@@ -128,13 +142,30 @@ function Summary(props: { shipment: Shipment; refresh: () => Promise<void> }) {
           </div>
         )}
         {cancellable && (
-          <ActionButton
+          <ConfirmButton
             kind="danger"
-            run={() => api.delete(`/v1/shipments/${shipment.id}`)}
+            question={`Cancel shipment ${shipment.id}?`}
+            consequences={
+              <p>
+                The shipment becomes <strong>cancelled</strong> and can get no label.
+                {shipment.label_id && (
+                  <>
+                    {' '}
+                    Its label <span class="mono">{shipment.label_id}</span> is voided, and refunded if still
+                    within its 30 days.
+                  </>
+                )}{' '}
+                Its webhooks are told ({shipment.label_id ? 'label.voided, then ' : ''}shipment.cancelled).
+                This cannot be undone.
+              </p>
+            }
+            confirm="Cancel the shipment"
+            keep="Keep the shipment"
+            run={() => api.delete(`/_sandbox/shipments/${shipment.id}`)}
             then={props.refresh}
           >
             Cancel shipment
-          </ActionButton>
+          </ConfirmButton>
         )}
       </div>
     </section>
@@ -259,8 +290,15 @@ function Parcel(props: {
   );
 }
 
-/** The label: its drawing inline (a PNG whatever the format), its file to download, and its void. */
-function LabelPanel(props: { shipment: Shipment; refresh: () => Promise<void> }) {
+/**
+ * The label: its drawing inline (a PNG whatever the format), its file to download, and its void, which
+ * is offered only while the specification allows it (see voiding.ts).
+ */
+function LabelPanel(props: {
+  shipment: Shipment;
+  parcel: ParcelOverview | undefined;
+  refresh: () => Promise<void>;
+}) {
   const { api, clock } = useSession();
   const labelId = props.shipment.label_id;
   const [label, setLabel] = useState<Label | undefined>(undefined);
@@ -276,7 +314,7 @@ function LabelPanel(props: { shipment: Shipment; refresh: () => Promise<void> })
     let gone = false;
     // Read once per label: a label changes only by being voided, which takes it off the shipment.
     api
-      .get<Label>(`/v1/labels/${labelId}`)
+      .get<Label>(`/_sandbox/labels/${labelId}`)
       .then((found) => !gone && setLabel(found))
       .catch((failure: unknown) => !gone && setError(describeFailure(failure)));
     api
@@ -301,7 +339,9 @@ function LabelPanel(props: { shipment: Shipment; refresh: () => Promise<void> })
       </section>
     );
   }
-  const urlExpired = label && clock ? Date.parse(label.expires_at) <= Date.parse(clock.now) : false;
+  const events = props.parcel?.label_id === labelId ? props.parcel.tracking.events : undefined;
+  // Until the label, its parcel and the clock are known, nothing is offered.
+  const refusal = label && events && clock ? voidRefusal(label, events, clock.now) : 'unknown';
   return (
     <section class="panel" aria-labelledby="label-title">
       <h2 id="label-title">Label</h2>
@@ -312,27 +352,44 @@ function LabelPanel(props: { shipment: Shipment; refresh: () => Promise<void> })
       )}
       {label && (
         <p>
-          <span class="mono">{label.id}</span>, {label.format.toUpperCase()}, <Status value={label.status} />.
-          Its pre-signed link needs no key and expires <Instant value={label.expires_at} />.
+          <span class="mono">{label.id}</span>, {label.format.toUpperCase()}, <Status value={label.status} />,
+          generated <Instant value={label.created_at} />. Its pre-signed URL expires{' '}
+          <Instant value={label.expires_at} />.
         </p>
       )}
       <div class="actions">
-        {label && !urlExpired && (
-          <a class="button" href={label.label_url} download={`${label.id}.${label.format}`}>
-            Download label ({label.format.toUpperCase()})
-          </a>
-        )}
-        {label && urlExpired && (
+        {label && (
+          // Through the sandbox, not the label's URL: a fetch of that URL is one the report judges.
           <ActionButton
-            run={() => saveFile(api.blob(`/v1/labels/${label.id}/download`), `${label.id}.${label.format}`)}
+            run={() =>
+              saveFile(api.blob(`/_sandbox/labels/${label.id}/download`), `${label.id}.${label.format}`)
+            }
           >
             Download label ({label.format.toUpperCase()})
           </ActionButton>
         )}
-        <ActionButton kind="danger" run={() => api.delete(`/v1/labels/${labelId}`)} then={props.refresh}>
-          Void label
-        </ActionButton>
+        {label && refusal === undefined && (
+          <ConfirmButton
+            kind="danger"
+            question={`Void label ${label.id}?`}
+            consequences={
+              <p>
+                The label stops being valid and its rate, {formatMoney(props.shipment.rate)}, is refunded,
+                expected {clock ? formatInstant(addDays(clock.now, 14)) : 'in 14 days'}. The shipment goes
+                back to <strong>created</strong> and can get a new label. Its webhooks are told
+                (label.voided). This cannot be undone.
+              </p>
+            }
+            confirm="Void the label"
+            keep="Keep the label"
+            run={() => api.delete(`/_sandbox/labels/${label.id}`)}
+            then={props.refresh}
+          >
+            Void label
+          </ConfirmButton>
+        )}
       </div>
+      {label && refusal !== undefined && refusal !== 'unknown' && <p class="muted">{refusal}</p>}
       {preview ? (
         <img class="label-preview" src={preview} alt={`The label of shipment ${props.shipment.id}`} />
       ) : (
@@ -351,7 +408,7 @@ function Rates(props: { shipment: Shipment }) {
   // By id: a shipment's route and parcel never change, though each poll makes new objects of them.
   useEffect(() => {
     api
-      .post<List<Rate>>('/v1/rates', { from: shipment.from, to: shipment.to, parcel: shipment.parcel })
+      .post<List<Rate>>('/_sandbox/rates', { from: shipment.from, to: shipment.to, parcel: shipment.parcel })
       .then((list) => setRates(list.data))
       .catch((failure: unknown) => setError(describeFailure(failure)));
   }, [api, shipment.id]);
@@ -382,4 +439,9 @@ function Rates(props: { shipment: Shipment }) {
       )}
     </section>
   );
+}
+
+/** A timestamp `days` later, in the API's form. */
+function addDays(timestamp: string, days: number): string {
+  return new Date(Date.parse(timestamp) + days * 24 * 3600 * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
 }

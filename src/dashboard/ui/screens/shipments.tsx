@@ -64,7 +64,7 @@ export function ShipmentsScreen() {
           ]}
         />
         <ActionButton
-          run={() => api.post<Shipment>('/v1/shipments', sampleShipment(Date.now() % 100_000))}
+          run={() => api.post<Shipment>('/_sandbox/shipments', sampleShipment(Date.now() % 100_000))}
           then={() => live.refresh()}
         >
           Create a sample shipment

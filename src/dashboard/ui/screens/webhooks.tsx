@@ -13,6 +13,7 @@ import {
 } from '../components.js';
 import { prettyBody } from '../format.js';
 import { usePoll, useSession } from '../live.js';
+import { attemptOutcome } from '../outcome.js';
 import { hrefOf } from '../routes.js';
 import { useScrolledTo } from '../scroll.js';
 import {
@@ -32,9 +33,7 @@ import {
  */
 export function WebhooksScreen(props: { selected: string | undefined; delivery?: string | undefined }) {
   const { api } = useSession();
-  // Read from /v1, which counts against the account's limits: once, after each change made here,
-  // and when the delivery log changes (a failing delivery fails its webhook), not on a timer.
-  const webhooks = usePoll(() => api.get<List<Webhook>>('/v1/webhooks'), [api], { everyMs: Infinity });
+  const webhooks = usePoll(() => api.get<List<Webhook>>('/_sandbox/webhooks'), [api]);
   const list = webhooks.data?.data ?? [];
   // The first endpoint is shown when none is picked: most accounts have one.
   const selected =
@@ -80,7 +79,7 @@ export function WebhooksScreen(props: { selected: string | undefined; delivery?:
                 {webhook.status !== 'active' && (
                   <ActionButton
                     label={`Re-enable ${webhook.url}`}
-                    run={() => api.patch(`/v1/webhooks/${webhook.id}`, { status: 'active' })}
+                    run={() => api.patch(`/_sandbox/webhooks/${webhook.id}`, { status: 'active' })}
                     then={() => webhooks.refresh()}
                   >
                     Re-enable
@@ -97,14 +96,7 @@ export function WebhooksScreen(props: { selected: string | undefined; delivery?:
         </details>
       </section>
       <TriggerEvent />
-      {selected && (
-        <Deliveries
-          key={selected.id}
-          webhook={selected}
-          highlight={props.delivery}
-          endpointsChanged={webhooks.refresh}
-        />
-      )}
+      {selected && <Deliveries key={selected.id} webhook={selected} highlight={props.delivery} />}
       {props.selected && webhooks.loaded && !selected && (
         <p class="error" role="alert">
           This account has no webhook {props.selected}.
@@ -122,7 +114,7 @@ function AddEndpoint(props: { added: () => unknown }) {
     <ActionForm
       label="Add an endpoint"
       submit="Add endpoint"
-      run={() => api.post('/v1/webhooks', { url, secret, events: [...EVENT_TYPES] })}
+      run={() => api.post('/_sandbox/webhooks', { url, secret, events: [...EVENT_TYPES] })}
       then={() => {
         setUrl('');
         setSecret('');
@@ -193,8 +185,9 @@ function ProbeOutcome(props: { webhook: Webhook; result: ProbeResult }) {
     : genuineAccepted
       ? 'It does not verify signatures: it accepted the forged delivery as well.'
       : 'This tells nothing: the receiver did not accept the genuine delivery either.';
+  const tone = result.verifies_signatures ? 'verdict-pass' : genuineAccepted ? 'verdict-fail' : '';
   return (
-    <div class="notice" role="status">
+    <div class={`notice ${tone}`} role="status">
       <p>
         Probe of {webhook.url}: the genuine delivery was answered {answer(result.genuine)}, the forged one{' '}
         {answer(result.forged)}. {verdict}
@@ -209,11 +202,7 @@ function ProbeOutcome(props: { webhook: Webhook; result: ProbeResult }) {
   );
 }
 
-function Deliveries(props: {
-  webhook: Webhook;
-  highlight: string | undefined;
-  endpointsChanged: () => Promise<void>;
-}) {
+function Deliveries(props: { webhook: Webhook; highlight: string | undefined }) {
   const { api } = useSession();
   const { webhook, highlight } = props;
   const live = usePoll(
@@ -226,12 +215,6 @@ function Deliveries(props: {
   useEffect(() => setOpen(highlight), [highlight]);
   const listed = highlight !== undefined && attempts.some((attempt) => attempt.id === highlight);
   const rowOf = useScrolledTo(listed ? highlight : undefined);
-  // A webhook fails with a delivery: when the log changes, the endpoints' statuses are read again.
-  const latest = attempts[0] ? `${attempts[0].id}:${attempts[0].status}` : '';
-  // Only when the log changes.
-  useEffect(() => {
-    if (latest) void props.endpointsChanged();
-  }, [latest]);
 
   return (
     <section class="panel" aria-labelledby="deliveries-title">
@@ -262,7 +245,7 @@ function Deliveries(props: {
                 {attempt.probe && <span class="tag"> probe, {attempt.probe_signature} signature</span>}
               </td>
               <td>
-                <Status value={attempt.status} />
+                <Outcome attempt={attempt} />
               </td>
               <td>
                 {attempt.response_status ?? <span class="muted">—</span>}
@@ -382,4 +365,10 @@ function AttemptDetails(props: { id: string; version: string }) {
       </div>
     </div>
   );
+}
+
+/** An attempt's outcome in words; a forged probe delivery refused is a pass (see outcome.ts). */
+function Outcome(props: { attempt: Attempt }) {
+  const { words, tone } = attemptOutcome(props.attempt);
+  return <span class={`status status-${tone}`}>{words}</span>;
 }
