@@ -146,19 +146,20 @@ function configOf(options: SandboxOptions): Config {
 /** The account's webhook traffic, read from the webhooks module's tables in-process. */
 function deliveryLog(sandbox: SandboxApp, checkRunning: () => void): DeliveryLog {
   const { webhooks, events } = sandbox.stores;
+  const { db } = sandbox;
   return {
     webhooks: (accountId) => {
       checkRunning();
-      return webhooks.list(accountId);
+      return webhooks.list(db, accountId);
     },
-    attempts: (webhookId) =>
-      webhooks.attempts(webhookId, Number.MAX_SAFE_INTEGER).map((record) => ({
+    attempts: async (webhookId) =>
+      (await webhooks.attempts(db, webhookId, Number.MAX_SAFE_INTEGER)).map((record) => ({
         attempt: presentAttempt(record),
         dueAt: record.scheduledAt,
         order: record.seq,
       })),
-    envelope: (eventId) => {
-      const body = events.body(eventId);
+    envelope: async (eventId) => {
+      const body = await events.body(db, eventId);
       return body === undefined ? undefined : (JSON.parse(body) as EventEnvelope);
     },
   };

@@ -72,7 +72,7 @@ export interface ModuleParts {
    */
   reset?(tx: Sql, accountId: string): Promise<void> | void;
   /** Runs once every module is built and the scheduler is ready, before the server listens. */
-  start?(): void;
+  start?(): Promise<void> | void;
   /**
    * Stops what the module runs of its own, before the database closes. Work already under way may
    * go on until `deadline` (`performance.now()` milliseconds; `--shutdown-timeout`), then is cut off.

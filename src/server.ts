@@ -4,6 +4,9 @@ import type { Logger } from 'pino';
 import type { Config } from './config/index.js';
 import { type DataDirectoryLock, lockDataDirectory } from './db/data-dir-lock.js';
 import { databaseLocation, openDatabase } from './db/database.js';
+import { postgresDatabase } from './db/postgres.js';
+import type { SandboxDatabase } from './db/sql.js';
+import { sqliteDatabase } from './db/sqlite.js';
 import { httpsOriginHost, loadTlsMaterial } from './http/https.js';
 import { createListener, TRANSPORT_TIMEOUTS, type TransportLimits } from './http/listener.js';
 import { createLogger } from './logger.js';
@@ -15,7 +18,7 @@ export interface RunningServer {
   /** `http://host:port`, with the port really bound. */
   origin: string;
   cdnUrl: string;
-  /** `:memory:` or the database file's path. */
+  /** `:memory:`, the database file's path, or the PostgreSQL database (never its password). */
   location: string;
   sandbox: Sandbox;
   /**
@@ -76,7 +79,7 @@ export async function startServer(
 ): Promise<RunningServer | RunningSandbox> {
   // One server per data directory, taken before anything in it is read or written (the certificate,
   // the database) and kept until close; a second server stops here. `--memory` shares nothing.
-  const lock = config.memory ? undefined : lockDataDirectory(config.dataDir);
+  const lock = config.memory || config.database ? undefined : lockDataDirectory(config.dataDir);
   try {
     return await startOwning(config, logger, lock, options);
   } catch (error) {
@@ -95,16 +98,22 @@ async function startOwning(
   const scenarios = loadScenarios(scenarioDirectories(config.scenariosDir));
   const tls = options.https === false ? undefined : await loadTlsMaterial(config, logger);
   // Clients that trusted an earlier certificate have to trust the new one: worth a line.
-  if (tls?.source === 'generated' && !config.memory)
+  if (tls?.source === 'generated' && !config.memory && !config.database)
     logger.info(
       { certificatePath: tls.certificatePath, names: tls.certificate.subjectAltName },
       'made a new HTTPS certificate',
     );
-  const location = databaseLocation(config);
-  const db = openDatabase(location);
-  const sandbox = createSandbox({ db, config, logger, scenarios });
+  const database = openSandboxDatabase(config, logger);
+  const location = database.description;
+  let sandbox: Sandbox;
+  try {
+    sandbox = await createSandbox({ database, config, logger, scenarios });
+    await sandbox.start();
+  } catch (error) {
+    await database.close().catch(() => undefined);
+    throw error;
+  }
   const { app } = sandbox;
-  await sandbox.start();
 
   const limits: TransportLimits = {
     ...TRANSPORT_TIMEOUTS,
@@ -156,8 +165,8 @@ async function startOwning(
           }),
       ),
     );
-  const release = () => {
-    db.close();
+  const release = async () => {
+    await database.close().catch((error: unknown) => logger.warn({ err: error }, 'closing the database failed'));
     lock?.release();
     tls?.dispose();
   };
@@ -171,7 +180,7 @@ async function startOwning(
   } catch (error) {
     await stopServers(performance.now());
     await sandbox.stop();
-    release();
+    await release();
     throw error;
   }
 
@@ -197,6 +206,16 @@ async function startOwning(
   if (!tls || !httpsInfo) return running;
   const httpsOrigin = `https://${httpsOriginHost(httpsInfo.address, tls.certificate)}:${httpsInfo.port}`;
   return { ...running, httpsOrigin, certificatePath: tls.certificatePath };
+}
+
+/** The database `config` names: PostgreSQL (`--database`), or SQLite in memory or in the data directory. */
+function openSandboxDatabase(config: Config, logger: Logger): SandboxDatabase {
+  if (config.database)
+    return postgresDatabase(config.database, {
+      onIdleError: (error) => logger.warn({ err: error }, 'a database connection broke while idle'),
+    });
+  const location = databaseLocation(config);
+  return sqliteDatabase(openDatabase(location), location);
 }
 
 /** A listen failure in words that name the flag to change. */

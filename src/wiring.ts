@@ -6,8 +6,8 @@ import { accountsModule } from './accounts/module.js';
 import { clockModule } from './clock/module.js';
 import { type Config, webhookTargetsOf } from './config/index.js';
 import { dashboardModule } from './dashboard/module.js';
-import { type Db, transaction } from './db/database.js';
-import { migrateSqlite, type OwnedTables, SETTINGS } from './db/migrations.js';
+import { type OwnedTables, SETTINGS } from './db/migrations.js';
+import type { SandboxDatabase } from './db/sql.js';
 import { eventsModule } from './events/module.js';
 import { injectFaults } from './faults/middleware.js';
 import { faultsModule } from './faults/module.js';
@@ -22,7 +22,7 @@ import { requireHttps } from './http/strict-https.js';
 import { journalRequests } from './journal/middleware.js';
 import { journalModule } from './journal/module.js';
 import { labelsModule } from './labels/module.js';
-import type { ModuleContext, Ports, SandboxModule } from './module.js';
+import type { ModuleContext, ModuleParts, Ports, SandboxModule } from './module.js';
 import { ratesModule } from './rates/module.js';
 import { reportModule } from './report/module.js';
 import type { Scenario } from './scenarios/files.js';
@@ -38,7 +38,8 @@ import type { ResolveHost } from './webhooks/send.js';
 export const API_VERSION_PREFIX = '/v1';
 
 export interface SandboxParts {
-  db: Db;
+  /** Where everything is kept: SQLite (a file, or memory) or PostgreSQL. */
+  database: SandboxDatabase;
   config: Config;
   logger: Logger;
   /** The scenarios by name: the built-in ones and the user's (`--scenarios-dir`). */
@@ -101,11 +102,12 @@ export const sandboxSchema = (config: Config): OwnedTables[] =>
  * API's prelude from the few ports it needs, and the HTTP app. Nothing imports this file but the
  * server and the tests.
  */
-export function createSandbox(parts: SandboxParts) {
-  const { db, config, logger, realNow = Date.now } = parts;
+export async function createSandbox(parts: SandboxParts) {
+  const { database, config, logger, realNow = Date.now } = parts;
+  const db = database.sql;
   const definitions = sandboxModules(parts);
   const schema = schemaOf(definitions);
-  migrateSqlite(db, schema);
+  await database.migrate(schema);
 
   const ports = {} as Ports;
   const scheduler = new Scheduler(
@@ -125,7 +127,9 @@ export function createSandbox(parts: SandboxParts) {
     },
   };
   context.provide('sandbox', { resetAccount });
-  const modules = definitions.map((definition) => ({ name: definition.name, ...definition.build(context) }));
+  const modules: (ModuleParts & { name: string })[] = [];
+  for (const definition of definitions)
+    modules.push({ name: definition.name, ...(await definition.build(context)) });
 
   for (const module of modules) {
     for (const [kind, handler] of Object.entries(module.jobs ?? {})) scheduler.register(kind, handler);
@@ -137,14 +141,14 @@ export function createSandbox(parts: SandboxParts) {
    * faults or e-mails, its clock back at real time) but with its keys, plan and settings. Each module
    * clears what it owns, dependents first, in one transaction; other accounts are untouched.
    */
-  function resetAccount(accountId: string): void {
-    transaction(db, () => {
-      for (const module of [...modules].reverse()) module.reset?.(accountId);
+  function resetAccount(accountId: string): Promise<void> {
+    return db.transaction(async (tx) => {
+      for (const module of [...modules].reverse()) await module.reset?.(tx, accountId);
     });
   }
 
   const accounts = ports.accounts.service;
-  accounts.seedDefaultAccount();
+  await accounts.seedDefaultAccount();
 
   const app = new OpenAPIHono<AppEnv>();
   app.onError(errorHandler(logger));
@@ -216,6 +220,7 @@ export function createSandbox(parts: SandboxParts) {
 
   return {
     app,
+    database,
     db,
     modules,
     /** Each owner's tables and their migrations, in the order they are made. */
@@ -243,7 +248,7 @@ export function createSandbox(parts: SandboxParts) {
     resetAccount,
     /** Resumes interrupted work and starts the scheduler; everything overdue runs before it resolves. */
     async start(): Promise<void> {
-      for (const module of modules) module.start?.();
+      for (const module of modules) await module.start?.();
       await scheduler.start();
     },
     /**
@@ -258,7 +263,7 @@ export function createSandbox(parts: SandboxParts) {
   };
 }
 
-export type Sandbox = ReturnType<typeof createSandbox>;
+export type Sandbox = Awaited<ReturnType<typeof createSandbox>>;
 export type App = Sandbox['app'];
 
 /**

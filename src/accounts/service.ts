@@ -5,12 +5,12 @@ import { RETRY_DELAY_RULE, retryDelayMillis } from '../core/duration.js';
 import { ApiError, invalidField, notFound } from '../core/errors.js';
 import { newId } from '../core/ids.js';
 import { formatTimestamp } from '../core/time.js';
+import type { Sql } from '../db/sql.js';
 import { DEFAULT_ACCOUNT } from './default-account.js';
 import { KeyUsage } from './key-usage.js';
 import { keyShape, newKeyValue } from './keys.js';
 import { ceilingsFor, type PlanCeiling } from './plans.js';
 import type { AccountSettingsInput, CreateAccountInput, CreateKeyInput } from './schema.js';
-import type { Sql } from '../db/sql.js';
 import type { Account, AccountStore, ApiKeyRecord } from './store.js';
 
 export interface AccountServiceOptions {
@@ -181,8 +181,8 @@ export class AccountService {
     return (await this.store.find(this.db, accountId))?.clock;
   }
 
-  saveClock(accountId: string, clock: ClockState): Promise<void> {
-    return this.store.saveClock(this.db, accountId, clock);
+  saveClock(accountId: string, clock: ClockState, q: Sql = this.db): Promise<void> {
+    return this.store.saveClock(q, accountId, clock);
   }
 
   /** The scenario a new label of the account plays. */

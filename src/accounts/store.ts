@@ -106,7 +106,8 @@ const SQL = {
     sqlite: 'SELECT * FROM api_keys WHERE account_id = ? ORDER BY created_at DESC, rowid DESC',
     postgres: 'SELECT * FROM api_keys WHERE account_id = ? ORDER BY created_at DESC, seq DESC',
   },
-  revokeKey: 'UPDATE api_keys SET revoked_at = coalesce(revoked_at, @at) WHERE id = @id AND account_id = @accountId',
+  revokeKey:
+    'UPDATE api_keys SET revoked_at = coalesce(revoked_at, @at) WHERE id = @id AND account_id = @accountId',
   lastUsed: 'UPDATE api_keys SET last_used_at = @at WHERE id = @id',
   updateSettings: `UPDATE accounts SET plan = @plan, default_scenario = @defaultScenario,
       webhook_retry_schedule = @webhookRetrySchedule, rate_limits_enabled = @rateLimitsEnabled WHERE id = @id`,
@@ -191,7 +192,10 @@ export class AccountStore {
     return this.byKeyValue.get(value) ?? this.readByKey(q, value);
   }
 
-  private async readByKey(q: Sql, value: string): Promise<{ account: Account; key: ApiKeyRecord } | undefined> {
+  private async readByKey(
+    q: Sql,
+    value: string,
+  ): Promise<{ account: Account; key: ApiKeyRecord } | undefined> {
     const row = await q.get<AccountRow & KeyColumns>(SQL.selectByKeyHash, [hashKey(value)]);
     if (!row) return undefined;
     const key = toKey({

@@ -9,7 +9,7 @@ declare module '../module.js' {
     clock: {
       service: ClockService;
       /** The instant an account's clock reads now; undefined for no such account. */
-      nowOf(accountId: string): number | undefined;
+      nowOf(accountId: string): Promise<number | undefined>;
     };
   }
 }
@@ -35,16 +35,16 @@ export function clockModule(settings: { initialSpeed: number }): SandboxModule {
       });
       provide('clock', {
         service,
-        nowOf(accountId) {
-          const clock = clocks().clockOf(accountId);
+        async nowOf(accountId) {
+          const clock = await clocks().clockOf(accountId);
           return clock && clockNow(clock, realNow());
         },
       });
       return {
         controls: clockRoutes(service, scheduler),
-        reset(accountId) {
-          scheduler.deleteAccount(accountId);
-          service.restart(accountId);
+        async reset(tx, accountId) {
+          await scheduler.deleteAccount(tx, accountId);
+          await service.restart(tx, accountId);
         },
       };
     },

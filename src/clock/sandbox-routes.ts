@@ -40,7 +40,7 @@ export function clockRoutes(clock: ClockService, scheduler: Scheduler) {
       middleware: [requireScope('shipments:read')] as const,
       responses: { 200: jsonResponse(ClockSchema, 'The clock'), ...controlErrors() },
     }),
-    (c) => c.json(clock.read(c.get('caller').accountId), 200),
+    async (c) => c.json(await clock.read(c.get('caller').accountId), 200),
   );
 
   router.openapi(
@@ -58,7 +58,7 @@ export function clockRoutes(clock: ClockService, scheduler: Scheduler) {
         ...controlErrors(...ErrorCodes.body, ...ErrorCodes.validation, ...ErrorCodes.write),
       },
     }),
-    (c) => c.json(clock.set(c.get('caller').accountId, c.req.valid('json')), 200),
+    async (c) => c.json(await clock.set(c.get('caller').accountId, c.req.valid('json')), 200),
   );
 
   router.openapi(
@@ -108,9 +108,9 @@ export function clockRoutes(clock: ClockService, scheduler: Scheduler) {
       request: { query: DueListQuerySchema },
       responses: { 200: jsonResponse(DueListSchema, 'Soonest first'), ...controlErrors(...ErrorCodes.query) },
     }),
-    (c) => {
+    async (c) => {
       const limit = parseLimit(c.req.valid('query').limit, DUE_LIST_LIMIT);
-      const items = scheduler.upcoming(c.get('caller').accountId, limit);
+      const items = await scheduler.upcoming(c.get('caller').accountId, limit);
       return c.json(
         {
           data: items.map((item) => ({

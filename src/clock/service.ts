@@ -8,13 +8,15 @@ import {
 } from '../core/clock.js';
 import { ApiError, invalidField, invalidParameter } from '../core/errors.js';
 import { DAY, END_OF_TIME, formatTimestamp } from '../core/time.js';
+import type { Sql } from '../db/sql.js';
 import type { RanJob } from '../scheduler/queue.js';
 import type { Scheduler } from '../scheduler/scheduler.js';
 
 /** Where account clocks are kept (the accounts module). */
 export interface ClockStore {
-  clockOf(accountId: string): ClockState | undefined;
-  saveClock(accountId: string, clock: ClockState): void;
+  clockOf(accountId: string): Promise<ClockState | undefined>;
+  /** Saves the clock, through `q` when given (a reset's transaction). */
+  saveClock(accountId: string, clock: ClockState, q?: Sql): Promise<void>;
 }
 
 /** The clock as the sandbox controls show it. */
@@ -45,27 +47,30 @@ export class ClockService {
     },
   ) {}
 
-  private load(accountId: string): ClockState {
-    const clock = this.deps.clocks.clockOf(accountId);
+  private async load(accountId: string): Promise<ClockState> {
+    const clock = await this.deps.clocks.clockOf(accountId);
     if (!clock) throw new ApiError(404, 'not_found', `No account '${accountId}'.`);
     return clock;
   }
 
-  read(accountId: string): ClockView {
-    return viewClock(this.load(accountId), this.deps.realNow());
+  async read(accountId: string): Promise<ClockView> {
+    return viewClock(await this.load(accountId), this.deps.realNow());
   }
 
-  set(accountId: string, change: { speed?: number | undefined; frozen?: boolean | undefined }): ClockView {
+  async set(
+    accountId: string,
+    change: { speed?: number | undefined; frozen?: boolean | undefined },
+  ): Promise<ClockView> {
     const realNow = this.deps.realNow();
-    const next = configureClock(this.load(accountId), change, realNow);
-    this.deps.clocks.saveClock(accountId, next);
+    const next = configureClock(await this.load(accountId), change, realNow);
+    await this.deps.clocks.saveClock(accountId, next);
     this.deps.scheduler.wake();
     return viewClock(next, realNow);
   }
 
-  /** Back at real time and the initial speed (an account's reset). */
-  restart(accountId: string): void {
-    this.deps.clocks.saveClock(accountId, startClock(this.deps.realNow(), this.deps.initialSpeed));
+  /** Back at real time and the initial speed (an account's reset, inside its transaction `tx`). */
+  restart(tx: Sql, accountId: string): Promise<void> {
+    return this.deps.clocks.saveClock(accountId, startClock(this.deps.realNow(), this.deps.initialSpeed), tx);
   }
 
   /**
@@ -81,7 +86,7 @@ export class ClockService {
     if (by !== undefined && by > MAX_ADVANCE_MS) {
       throw invalidField('by', `'by' must be at most ${MAX_ADVANCE_DAYS} days (ten years) at a time.`);
     }
-    const requestedAt = clockNow(this.load(accountId), realNow());
+    const requestedAt = clockNow(await this.load(accountId), realNow());
     const to = 'to' in request ? parseInstant(request.to, 'to') : undefined;
     if (to !== undefined && to < requestedAt) {
       throw invalidParameter(
@@ -97,23 +102,23 @@ export class ClockService {
     if ((to ?? requestedAt + (by ?? 0)) > END_OF_TIME) throw tooLate();
 
     let target = requestedAt;
-    let moved = this.load(accountId);
+    let moved = await this.load(accountId);
     const ran = await scheduler.runDue(
       accountId,
-      () => {
+      async () => {
         // Read when the account's turn comes: two advances `by` at once move the clock by both, and
         // one `to` an instant another advance has already passed leaves the clock where it is.
-        const now = clockNow(this.load(accountId), realNow());
+        const now = clockNow(await this.load(accountId), realNow());
         target = by === undefined ? Math.max(now, to ?? now) : now + by;
         if (target > END_OF_TIME) throw tooLate();
         return target;
       },
       {
         settle: true,
-        afterwards: () => {
-          const current = this.load(accountId);
+        afterwards: async () => {
+          const current = await this.load(accountId);
           moved = clockNow(current, realNow()) >= target ? current : moveClockTo(current, target, realNow());
-          clocks.saveClock(accountId, moved);
+          await clocks.saveClock(accountId, moved);
         },
       },
     );

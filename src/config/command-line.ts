@@ -26,6 +26,7 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv): Comman
   if (values.help) return { help: true };
 
   const config: Record<string, unknown> = {};
+  const given = new Set<string>();
   for (const [key, setting] of Object.entries(SETTINGS) as [string, Setting][]) {
     const fromFlag = values[setting.flag];
     const fromEnv = env[setting.env];
@@ -34,6 +35,7 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv): Comman
       (setting.kind === 'list' && fromEnv !== undefined ? fromEnv.split(',').filter(Boolean) : fromEnv);
     const source = fromFlag === undefined ? `environment variable ${setting.env}` : `--${setting.flag}`;
     const input = typeof raw === 'boolean' ? String(raw) : raw === '' ? undefined : raw;
+    if (input !== undefined) given.add(key);
     const parsed = setting.schema.safeParse(input);
     if (!parsed.success) {
       const reason = parsed.error.issues[0]?.message ?? 'is invalid';
@@ -43,7 +45,22 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv): Comman
     }
     config[key] = parsed.data;
   }
+  checkStorage(config as Config, given);
   return { help: false, config: config as Config };
+}
+
+/** `--database` keeps everything in PostgreSQL: a SQLite location beside it says two things at once. */
+function checkStorage(config: Config, given: ReadonlySet<string>): void {
+  if (config.database === undefined) return;
+  const clashing = [
+    ...(config.memory ? ['--memory'] : []),
+    ...(given.has('dataDir') ? ['--data-dir'] : []),
+  ];
+  if (clashing.length > 0)
+    throw new ConfigError(
+      `--database (DATABASE_URL) keeps everything in PostgreSQL; it cannot be given with ${clashing.join(' or ')} ` +
+        '(their environment variables included), which say where SQLite keeps it. Give one or the other.',
+    );
 }
 
 /** The text of `--help`, generated from the table above. */

@@ -49,6 +49,23 @@ export const SETTINGS = {
     description: 'directory of the SQLite database file (created if missing)',
     schema: z.string().trim().min(1, 'must not be empty').default('./.sandbox'),
   },
+  database: {
+    flag: 'database',
+    env: 'DATABASE_URL',
+    kind: 'string',
+    placeholder: 'url',
+    defaultText: 'none (SQLite in --data-dir)',
+    description:
+      'keep everything in this PostgreSQL database (postgres://user:password@host:5432/db?sslmode=require); ' +
+      'several sandboxes with the same URL act as one',
+    schema: z
+      .string()
+      .trim()
+      .refine((url) => /^postgres(ql)?:\/\/[^/]/i.test(url) && URL.canParse(url), {
+        message: 'must be a postgres:// or postgresql:// URL',
+      })
+      .optional(),
+  },
   memory: {
     flag: 'memory',
     env: 'SANDBOX_MEMORY',

@@ -224,7 +224,13 @@ export function postgresDatabase(
         timer = setTimeout(() => resolve(false), timeoutMs);
       });
       try {
-        return await Promise.race([pool.query('SELECT 1').then(() => true, () => false), late]);
+        return await Promise.race([
+          pool.query('SELECT 1').then(
+            () => true,
+            () => false,
+          ),
+          late,
+        ]);
       } finally {
         clearTimeout(timer);
       }

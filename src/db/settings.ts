@@ -15,6 +15,9 @@ export class SettingsStore {
       key,
       randomBytes(32).toString('hex'),
     ]);
-    return Buffer.from((await this.db.value<string>('SELECT value FROM settings WHERE key = ?', [key])) as string, 'hex');
+    return Buffer.from(
+      (await this.db.value<string>('SELECT value FROM settings WHERE key = ?', [key])) as string,
+      'hex',
+    );
   }
 }

@@ -13,10 +13,10 @@ export interface LoggedAttempt {
 /** What waiting reads of the account's webhook traffic (the webhooks module's tables, in-process). */
 export interface DeliveryLog {
   /** The account's webhooks that are not deleted. */
-  webhooks(accountId: string): { id: string; events: readonly WebhookEventType[] }[];
-  attempts(webhookId: string): LoggedAttempt[];
+  webhooks(accountId: string): Promise<{ id: string; events: readonly WebhookEventType[] }[]>;
+  attempts(webhookId: string): Promise<LoggedAttempt[]>;
   /** The envelope of an event, as it was sent. */
-  envelope(eventId: string): EventEnvelope | undefined;
+  envelope(eventId: string): Promise<EventEnvelope | undefined>;
 }
 
 export interface WaitParts {
@@ -55,9 +55,9 @@ export async function waitForDelivery(parts: WaitParts): Promise<Delivery> {
   if (until !== 'final' && until !== 'succeeded')
     throw new TypeError(`waitForDelivery: until must be 'final' or 'succeeded', not ${String(until)}.`);
 
-  const webhooks = log
-    .webhooks(accountId)
-    .filter((w) => filter.webhookId === undefined || w.id === filter.webhookId);
+  const webhooks = (await log.webhooks(accountId)).filter(
+    (w) => filter.webhookId === undefined || w.id === filter.webhookId,
+  );
   if (!webhooks.some((w) => filter.event === undefined || w.events.includes(filter.event))) {
     throw new Error(
       `waitForDelivery: no webhook of this account${filter.webhookId ? ` with id ${filter.webhookId}` : ''}` +
@@ -65,24 +65,32 @@ export async function waitForDelivery(parts: WaitParts): Promise<Delivery> {
     );
   }
 
+  // Each event's envelope, read once, before the attempts that carry it are looked at.
   const envelopes = new Map<string, EventEnvelope>();
-  const delivery = ({ attempt }: LoggedAttempt): Delivery => {
-    let payload = envelopes.get(attempt.event_id);
-    if (!payload) {
-      payload = log.envelope(attempt.event_id) ?? {
-        id: attempt.event_id,
-        event: attempt.event,
-        created_at: attempt.scheduled_at,
-        data: null,
-      };
-      envelopes.set(attempt.event_id, payload);
+  const readEnvelopes = async (groups: Group[]) => {
+    for (const { attempt } of groups.flatMap((group) => group.attempts)) {
+      if (envelopes.has(attempt.event_id)) continue;
+      envelopes.set(
+        attempt.event_id,
+        (await log.envelope(attempt.event_id)) ?? {
+          id: attempt.event_id,
+          event: attempt.event,
+          created_at: attempt.scheduled_at,
+          data: null,
+        },
+      );
     }
-    return { ...attempt, payload };
   };
+  const delivery = ({ attempt }: LoggedAttempt): Delivery => ({
+    ...attempt,
+    payload: envelopes.get(attempt.event_id) as EventEnvelope,
+  });
 
   const deadline = performance.now() + timeout;
   for (;;) {
-    const look = lookAt(groupsOf(webhooks, log, filter, handedOut), until, filter.where, delivery);
+    const groups = await groupsOf(webhooks, log, filter, handedOut);
+    await readEnvelopes(groups);
+    const look = lookAt(groups, until, filter.where, delivery);
     if (look.found) {
       handedOut.add(look.found.key);
       return delivery(look.found.attempt);
@@ -112,15 +120,15 @@ interface Group {
 }
 
 /** The matching attempts not handed out yet, by `webhook event`, oldest delivery first. */
-function groupsOf(
+async function groupsOf(
   webhooks: { id: string }[],
   log: DeliveryLog,
   filter: DeliveryFilter,
   handedOut: ReadonlySet<string>,
-): Group[] {
+): Promise<Group[]> {
   const groups = new Map<string, Group>();
   for (const webhook of webhooks) {
-    for (const logged of log.attempts(webhook.id)) {
+    for (const logged of await log.attempts(webhook.id)) {
       const { attempt } = logged;
       if (filter.event !== undefined && attempt.event !== filter.event) continue;
       if (filter.eventId !== undefined && attempt.event_id !== filter.eventId) continue;

@@ -46,7 +46,11 @@ export function eventRoutes(db: Sql, events: EventStore, envelope: z.ZodType = E
         throw invalidParameter('event', `'event' must be one of ${EVENT_TYPES.join(', ')}.`);
       }
       const take = parseLimit(limit, EVENT_LIST_LIMIT);
-      return sendJsonText(c, await events.listText(c.get('caller').accountId, { type: event, limit: take }), 200);
+      return sendJsonText(
+        c,
+        await events.listText(c.get('caller').accountId, { type: event, limit: take }),
+        200,
+      );
     },
   );
 

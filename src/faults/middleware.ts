@@ -11,17 +11,17 @@ import type { FaultRule, FaultStore } from './store.js';
  * neither only slows the request down.
  */
 export function injectFaults(faults: FaultStore): MiddlewareHandler<AppEnv> {
-  return (c, next) => {
-    const rules = faults.active(c.get('caller').accountId);
+  return async (c, next) => {
+    const rules = await faults.active(c.get('caller').accountId);
     const rule = rules.length === 0 ? undefined : rules.find((r) => matches(r, c.req.method, c.req.path));
-    // Most requests meet no rule: they go on at once, without waiting on a promise (http/chain.ts).
     return rule ? play(faults, rule, c, next) : next();
   };
 }
 
 /** A rule met: its latency, then its dropped connection or its answer. */
 async function play(faults: FaultStore, rule: FaultRule, c: Context<AppEnv>, next: Next) {
-  faults.spend(rule);
+  // A counted rule another request spent first has no use left for this one.
+  if (!(await faults.spend(rule))) return next();
   if (rule.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, rule.delayMs));
   if (rule.drop) {
     dropConnection(c);

@@ -17,7 +17,7 @@ export function faultsModule(): SandboxModule {
     build({ db, provide }) {
       const store = new FaultStore(db);
       provide('faults', { store });
-      return { controls: faultRoutes(store), reset: (accountId) => store.deleteAll(accountId) };
+      return { controls: faultRoutes(store), reset: (tx, accountId) => store.deleteAll(accountId, tx) };
     },
   };
 }

@@ -35,7 +35,8 @@ export function faultRoutes(faults: FaultStore) {
         ...controlErrors(...ErrorCodes.body, ...ErrorCodes.validation, ...ErrorCodes.write),
       },
     }),
-    (c) => c.json(presentFault(faults.insert(newFaultRule(c.get('caller'), c.req.valid('json')))), 201),
+    async (c) =>
+      c.json(presentFault(await faults.insert(newFaultRule(c.get('caller'), c.req.valid('json')))), 201),
   );
 
   router.openapi(
@@ -52,7 +53,7 @@ export function faultRoutes(faults: FaultStore) {
         ...controlErrors(),
       },
     }),
-    (c) => c.json({ data: faults.list(c.get('caller').accountId).map(presentFault) }, 200),
+    async (c) => c.json({ data: (await faults.list(c.get('caller').accountId)).map(presentFault) }, 200),
   );
 
   router.openapi(
@@ -70,9 +71,9 @@ export function faultRoutes(faults: FaultStore) {
         ...controlErrors(...ErrorCodes.lookup, ...ErrorCodes.write),
       },
     }),
-    (c) => {
+    async (c) => {
       const { id } = c.req.valid('param');
-      if (!faults.delete(c.get('caller').accountId, id)) throw notFound('fault', id);
+      if (!(await faults.delete(c.get('caller').accountId, id))) throw notFound('fault', id);
       return c.json({ id, deleted: true as const }, 200);
     },
   );
@@ -91,8 +92,8 @@ export function faultRoutes(faults: FaultStore) {
         ...controlErrors(...ErrorCodes.write),
       },
     }),
-    (c) => {
-      faults.deleteAll(c.get('caller').accountId);
+    async (c) => {
+      await faults.deleteAll(c.get('caller').accountId);
       return c.json({ deleted: true as const }, 200);
     },
   );

@@ -1,4 +1,4 @@
-import type { Db } from '../db/database.js';
+import type { Sql } from '../db/sql.js';
 
 export interface FaultRule {
   id: string;
@@ -48,73 +48,77 @@ const toRule = (row: FaultRow): FaultRule => ({
   createdAt: row.created_at,
 });
 
+const SQL = {
+  insert: `INSERT INTO faults (id, account_id, method, path, status, code, retry_after, delay_ms, drop_connection, times,
+      remaining, created_at)
+    VALUES (@id, @accountId, @method, @path, @status, @code, @retryAfter, @delayMs, @drop, @times, @remaining, @createdAt)`,
+  selectActive: 'SELECT * FROM faults WHERE account_id = ? AND (remaining IS NULL OR remaining > 0) ORDER BY seq',
+  selectAll: 'SELECT * FROM faults WHERE account_id = ? ORDER BY seq DESC',
+  delete: 'DELETE FROM faults WHERE id = ? AND account_id = ?',
+  deleteAll: 'DELETE FROM faults WHERE account_id = ?',
+  spend: 'UPDATE faults SET remaining = remaining - 1 WHERE id = ? AND remaining > 0',
+};
+
 /**
- * Fault rules in SQLite, with each account's active rules cached in memory: every API request asks
- * whether one matches, and almost always none exists.
+ * The fault rules. Every API request asks whether one of its account's matches, and almost always
+ * none exists: over SQLite, whose rows only this process writes, each account's active rules are
+ * kept in memory, dropped at every write; over PostgreSQL, where other replicas write too, they are
+ * read each time.
  */
 export class FaultStore {
   private readonly cache = new Map<string, FaultRule[]>();
-  private readonly insertStatement;
-  private readonly selectActive;
-  private readonly selectAll;
-  private readonly deleteStatement;
-  private readonly deleteAllStatement;
-  private readonly spendStatement;
 
-  constructor(db: Db) {
-    this.insertStatement = db.prepare(
-      `INSERT INTO faults (id, account_id, method, path, status, code, retry_after, delay_ms, drop_connection, times,
-         remaining, created_at)
-       VALUES (@id, @accountId, @method, @path, @status, @code, @retryAfter, @delayMs, @drop, @times, @remaining, @createdAt)`,
-    );
-    this.selectActive = db.prepare<[string], FaultRow>(
-      'SELECT * FROM faults WHERE account_id = ? AND (remaining IS NULL OR remaining > 0) ORDER BY seq',
-    );
-    this.selectAll = db.prepare<[string], FaultRow>(
-      'SELECT * FROM faults WHERE account_id = ? ORDER BY seq DESC',
-    );
-    this.deleteStatement = db.prepare('DELETE FROM faults WHERE id = ? AND account_id = ?');
-    this.deleteAllStatement = db.prepare('DELETE FROM faults WHERE account_id = ?');
-    this.spendStatement = db.prepare(
-      'UPDATE faults SET remaining = remaining - 1 WHERE id = ? AND remaining > 0',
-    );
-  }
+  constructor(
+    private readonly db: Sql,
+    private readonly keepInMemory = db.engine === 'sqlite',
+  ) {}
 
-  insert(rule: FaultRule): FaultRule {
-    this.insertStatement.run({ ...rule, drop: rule.drop ? 1 : 0 });
+  async insert(rule: FaultRule): Promise<FaultRule> {
+    this.cache.delete(rule.accountId);
+    await this.db.run(SQL.insert, { ...rule, drop: rule.drop ? 1 : 0 });
     this.cache.delete(rule.accountId);
     return rule;
   }
 
   /** Rules that still apply, oldest first: the first match wins. */
-  active(accountId: string): FaultRule[] {
-    let rules = this.cache.get(accountId);
-    if (!rules) {
-      rules = this.selectActive.all(accountId).map(toRule);
-      this.cache.set(accountId, rules);
-    }
+  active(accountId: string): FaultRule[] | Promise<FaultRule[]> {
+    return (this.keepInMemory && this.cache.get(accountId)) || this.readActive(accountId);
+  }
+
+  private async readActive(accountId: string): Promise<FaultRule[]> {
+    const rules = (await this.db.all<FaultRow>(SQL.selectActive, [accountId])).map(toRule);
+    if (this.keepInMemory) this.cache.set(accountId, rules);
     return rules;
   }
 
   /** Newest first, spent ones included. */
-  list(accountId: string): FaultRule[] {
-    return this.selectAll.all(accountId).map(toRule);
+  async list(accountId: string): Promise<FaultRule[]> {
+    return (await this.db.all<FaultRow>(SQL.selectAll, [accountId])).map(toRule);
   }
 
-  delete(accountId: string, id: string): boolean {
+  async delete(accountId: string, id: string): Promise<boolean> {
     this.cache.delete(accountId);
-    return this.deleteStatement.run(id, accountId).changes > 0;
-  }
-
-  deleteAll(accountId: string): void {
+    const deleted = (await this.db.run(SQL.delete, [id, accountId])) > 0;
     this.cache.delete(accountId);
-    this.deleteAllStatement.run(accountId);
+    return deleted;
   }
 
-  /** One use of a counted rule. */
-  spend(rule: FaultRule): void {
-    if (rule.remaining === null) return;
-    this.spendStatement.run(rule.id);
+  /** Every rule of the account, through `q` when given (a reset's transaction). */
+  async deleteAll(accountId: string, q: Sql = this.db): Promise<void> {
+    this.cache.delete(accountId);
+    await q.run(SQL.deleteAll, [accountId]);
+    this.cache.delete(accountId);
+  }
+
+  /**
+   * One use of a counted rule, as the request it takes over is answered. Counted on the row, so a
+   * rule for `times: 3` plays three times whichever replica the requests reach.
+   */
+  async spend(rule: FaultRule): Promise<boolean> {
+    if (rule.remaining === null) return true;
     this.cache.delete(rule.accountId);
+    const spent = (await this.db.run(SQL.spend, [rule.id])) > 0;
+    this.cache.delete(rule.accountId);
+    return spent;
   }
 }

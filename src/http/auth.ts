@@ -7,7 +7,7 @@ import type { AppEnv } from './context.js';
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
 
 /** Turns a presented key into its caller, or throws the contract's 401 (`invalid_api_key`). */
-export type KeyResolver = (key: string) => Caller;
+export type KeyResolver = (key: string) => Promise<Caller>;
 
 /** The key an `Authorization` header presents as `Bearer <key>`, if it does. */
 export function bearerKey(header: string | undefined): string | undefined {
@@ -20,13 +20,13 @@ export function bearerKey(header: string | undefined): string | undefined {
  * accounts module) says whose key it is, and the caller is set on the request.
  */
 export function authenticate(resolveKey: KeyResolver): MiddlewareHandler<AppEnv> {
-  return (c, next) => {
+  return async (c, next) => {
     const key = bearerKey(c.req.header('authorization'));
     if (key === undefined) {
       throw new ApiError(401, 'missing_api_key', 'Send your API key as Authorization: Bearer svc_test_….');
     }
-    c.set('caller', resolveKey(key));
-    return next();
+    c.set('caller', await resolveKey(key));
+    await next();
   };
 }
 

@@ -139,12 +139,12 @@ export class RateLimiter {
  */
 export function rateLimit(
   limiter: RateLimiter,
-  policyOf: (caller: Caller) => RateLimitPolicy,
+  policyOf: (caller: Caller) => Promise<RateLimitPolicy>,
   realNow: () => number,
 ): MiddlewareHandler<AppEnv> {
-  return (c, next) => {
+  return async (c, next) => {
     const caller = c.get('caller');
-    const policy = policyOf(caller);
+    const policy = await policyOf(caller);
     const result = limiter.take(
       policy.ceilings,
       { now: caller.now, real: realNow(), frozen: policy.frozen },
@@ -169,6 +169,6 @@ export function rateLimit(
       );
     }
     for (const [name, value] of Object.entries(headers)) c.header(name, value);
-    return next();
+    await next();
   };
 }

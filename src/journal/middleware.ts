@@ -11,7 +11,7 @@ import type { RequestJournal } from './journal.js';
 /** A revoked key of an account, as the accounts module finds it; unknown keys belong to no one. */
 export type RevokedKeyResolver = (
   key: string,
-) => { accountId: string; keyId: string; now: number } | undefined;
+) => Promise<{ accountId: string; keyId: string; now: number } | undefined>;
 
 export interface JournalDeps {
   /** The wall clock beside the account's. */
@@ -31,23 +31,23 @@ export function journalRequests(journal: RequestJournal, deps: JournalDeps): Mid
     try {
       await next();
     } finally {
-      noteRequest(c, journal, deps, started, wallAt);
+      await noteRequest(c, journal, deps, started, wallAt);
     }
   });
 }
 
-function noteRequest(
+async function noteRequest(
   c: Context<AppEnv>,
   journal: RequestJournal,
   deps: JournalDeps,
   started: number,
   wallAt: number,
-): void {
+): Promise<void> {
   const caller = c.get('caller') as Caller | undefined;
   const error = c.error instanceof ApiError ? c.error : undefined;
   const revoked =
     caller === undefined && error?.code === 'invalid_api_key'
-      ? revokedKey(c.req.header('authorization'), deps.revokedKeyOf)
+      ? await revokedKey(c.req.header('authorization'), deps.revokedKeyOf)
       : undefined;
   const who = caller ?? revoked;
   if (!who) return;

@@ -18,7 +18,7 @@ export function journalModule(): SandboxModule {
     build({ provide }) {
       const journal = new RequestJournal();
       provide('journal', { journal });
-      return { controls: journalRoutes(journal), reset: (accountId) => journal.forget(accountId) };
+      return { controls: journalRoutes(journal), reset: (_tx, accountId) => journal.forget(accountId) };
     },
   };
 }

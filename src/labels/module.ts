@@ -25,8 +25,8 @@ export function labelsModule(settings: { cdnUrl: string | undefined; renderThrea
   return {
     name: 'labels',
     migrations: LABELS_MIGRATIONS,
-    build({ db, ports, provide }) {
-      const store = new LabelStore(db);
+    async build({ db, ports, provide }) {
+      const store = new LabelStore();
       const files = new LabelFiles(createLabelRenderer(settings.renderThreads));
       const service = new LabelService({
         db,
@@ -34,11 +34,12 @@ export function labelsModule(settings: { cdnUrl: string | undefined; renderThrea
         shipments: ports.shipments.service,
         shipmentStore: ports.shipments.store,
         events: ports.events.store,
-        signer: new UrlSigner(new SettingsStore(db).secret('url_signing_secret')),
+        signer: new UrlSigner(await new SettingsStore(db).secret('url_signing_secret')),
         files,
         tracking: {
-          start: (actor, label, shipment) => ports.tracking.service.startDefault(actor, label, shipment),
-          stop: (actor, labelId) => ports.tracking.service.stop(actor, labelId),
+          start: (tx, actor, label, shipment) =>
+            ports.tracking.service.startDefault(tx, actor, label, shipment),
+          stop: (tx, actor, labelId) => ports.tracking.service.stop(tx, actor, labelId),
         },
         nowOf: (accountId) => ports.clock.nowOf(accountId),
         noteUrlFetch: (fetch) => ports.report.observations.noteLabelUrl(fetch),
@@ -49,7 +50,7 @@ export function labelsModule(settings: { cdnUrl: string | undefined; renderThrea
         api: labelRoutes(service, cdnBase),
         controls: labelControlRoutes(service, cdnBase),
         mounts: { '/cdn': cdnRoutes(service) },
-        reset: (accountId) => store.deleteAccount(accountId),
+        reset: (tx, accountId) => store.deleteAccount(tx, accountId),
         close: () => files.close(),
       };
     },

@@ -84,7 +84,8 @@ export function labelRoutes(labels: LabelService, cdnBase: CdnBase) {
         ...apiErrors(...GENERATE_ERRORS),
       },
     }),
-    async (c) => sendJsonText(c, await labels.generate(c.get('caller'), c.req.valid('json'), cdnBase(c)), 201),
+    async (c) =>
+      sendJsonText(c, await labels.generate(c.get('caller'), c.req.valid('json'), cdnBase(c)), 201),
   );
 
   router.openapi(
@@ -99,7 +100,8 @@ export function labelRoutes(labels: LabelService, cdnBase: CdnBase) {
       request: { params: IdParam },
       responses: { 200: apiResponse(LabelSchema, 'The label'), ...apiErrors(...ErrorCodes.lookup) },
     }),
-    (c) => c.json(labels.present(labels.get(c.get('caller'), c.req.valid('param').id), cdnBase(c)), 200),
+    async (c) =>
+      c.json(labels.present(await labels.get(c.get('caller'), c.req.valid('param').id), cdnBase(c)), 200),
   );
 
   router.openapi(
@@ -170,7 +172,7 @@ export function cdnRoutes(labels: LabelService) {
 /** The caller's label `id` as its file, in its own format (the route and its twin under /_sandbox). */
 export async function sendLabelFile(c: Context<AppEnv>, labels: LabelService, id: string) {
   const caller = c.get('caller');
-  const label = labels.get(caller, id);
+  const label = await labels.get(caller, id);
   return sendFile(c, label, await labels.file(caller, label));
 }
 

@@ -57,7 +57,7 @@ export function labelControlRoutes(labels: LabelService, cdnBase: CdnBase) {
     }),
     async (c) => {
       const caller = c.get('caller');
-      const preview = await labels.preview(caller, labels.get(caller, c.req.valid('param').id));
+      const preview = await labels.preview(caller, await labels.get(caller, c.req.valid('param').id));
       return c.body(preview.bytes as Uint8Array<ArrayBuffer>, 200, {
         'content-type': preview.contentType,
         'cache-control': 'private, max-age=300',
@@ -81,7 +81,8 @@ export function labelControlRoutes(labels: LabelService, cdnBase: CdnBase) {
         ...controlErrors(...GENERATE_ERRORS),
       },
     }),
-    (c) => sendJsonText(c, labels.generate(c.get('caller'), c.req.valid('json'), cdnBase(c)), 201),
+    async (c) =>
+      sendJsonText(c, await labels.generate(c.get('caller'), c.req.valid('json'), cdnBase(c)), 201),
   );
 
   router.openapi(
@@ -100,7 +101,8 @@ export function labelControlRoutes(labels: LabelService, cdnBase: CdnBase) {
         ...controlErrors(...ErrorCodes.lookup),
       },
     }),
-    (c) => c.json(labels.present(labels.get(c.get('caller'), c.req.valid('param').id), cdnBase(c)), 200),
+    async (c) =>
+      c.json(labels.present(await labels.get(c.get('caller'), c.req.valid('param').id), cdnBase(c)), 200),
   );
 
   router.openapi(
@@ -138,7 +140,7 @@ export function labelControlRoutes(labels: LabelService, cdnBase: CdnBase) {
         ...controlErrors(...VOID_ERRORS),
       },
     }),
-    (c) => sendJsonText(c, labels.void(c.get('caller'), c.req.valid('param').id), 200),
+    async (c) => sendJsonText(c, await labels.void(c.get('caller'), c.req.valid('param').id), 200),
   );
 
   return router;

@@ -3,7 +3,7 @@ import { ApiError, notFound } from '../core/errors.js';
 import { newId } from '../core/ids.js';
 import { type JsonText, toJsonText } from '../core/json.js';
 import { DAY, formatTimestamp } from '../core/time.js';
-import { type Db, transaction } from '../db/database.js';
+import type { Sql } from '../db/sql.js';
 import type { EventStore } from '../events/store.js';
 import type { ShipmentService } from '../shipments/service.js';
 import type { ShipmentRecord, ShipmentStore } from '../shipments/store.js';
@@ -28,13 +28,13 @@ export const labelFileName = (label: Pick<LabelRecord, 'id' | 'format'>) =>
 /** What a label's parcel does on the carrier's side (the tracking module plays it). */
 export interface LabelTracking {
   /** Starts the account's default scenario for a new label, inside its transaction. */
-  start(actor: Actor, label: LabelRecord, shipment: ShipmentRecord): void;
-  /** Stops whatever the label's parcel still had to do (a void). */
-  stop(actor: Actor, labelId: string): void;
+  start(tx: Sql, actor: Actor, label: LabelRecord, shipment: ShipmentRecord): Promise<void>;
+  /** Stops whatever the label's parcel still had to do (a void), inside its transaction. */
+  stop(tx: Sql, actor: Actor, labelId: string): Promise<void>;
 }
 
 export interface LabelServiceDeps {
-  db: Db;
+  db: Sql;
   store: LabelStore;
   shipments: ShipmentService;
   shipmentStore: ShipmentStore;
@@ -43,7 +43,7 @@ export interface LabelServiceDeps {
   files: LabelFiles;
   tracking: LabelTracking;
   /** The instant an account's clock reads now (pre-signed URLs expire on the owner's clock). */
-  nowOf: (accountId: string) => number | undefined;
+  nowOf: (accountId: string) => Promise<number | undefined>;
   /**
    * Hears of every download through a genuine pre-signed URL, in time or expired, for the owner's
    * integration report (`refreshes_label_urls`). An altered URL is nobody's, and is not reported.
@@ -89,18 +89,18 @@ export class LabelService {
    * the transaction has committed the file is queued to render in the background, ahead of its first
    * download (see files.ts). The label is serialised once, for the answer and the event.
    */
-  generate(actor: Actor, input: CreateLabelInput, cdnBase: string): JsonText<Label> {
+  async generate(actor: Actor, input: CreateLabelInput, cdnBase: string): Promise<JsonText<Label>> {
     const { db, store, shipments, shipmentStore, events, tracking } = this.deps;
     let bought: { label: LabelRecord; shipment: ShipmentRecord } | undefined;
-    const answer = transaction(db, () => {
-      const shipment = shipments.get(actor, input.shipment_id);
+    const answer = await db.transaction(async (tx) => {
+      const shipment = await shipments.getForUpdate(tx, actor, input.shipment_id);
       assertLabelable(shipment);
       const id = newId('lbl', actor.now);
-      const label = store.insert({
+      const label = await store.insert(tx, {
         id,
         accountId: actor.accountId,
         shipmentId: shipment.id,
-        trackingNumber: this.uniqueTrackingNumber(shipment.carrier, id),
+        trackingNumber: await this.uniqueTrackingNumber(tx, shipment.carrier, id),
         carrier: shipment.carrier,
         format: input.format,
         size: input.size,
@@ -113,14 +113,14 @@ export class LabelService {
         trackingStatus: null,
         estimatedDelivery: null,
       });
-      const linked = shipmentStore.setLabel(shipment, 'label_generated', {
+      const linked = await shipmentStore.setLabel(tx, shipment, 'label_generated', {
         labelId: id,
         trackingNumber: label.trackingNumber,
       });
       bought = { label, shipment: linked };
       const json = toJsonText(this.present(label, cdnBase));
-      events.record(actor.accountId, 'label.generated', json, actor.now);
-      tracking.start(actor, label, linked);
+      await events.record(tx, actor.accountId, 'label.generated', json, actor.now);
+      await tracking.start(tx, actor, label, linked);
       return json;
     });
     if (bought) this.deps.files.renderAhead(bought.label, bought.shipment);
@@ -128,27 +128,30 @@ export class LabelService {
   }
 
   /** A tracking number no other label has: the label's own, or the next attempt on a clash. */
-  private uniqueTrackingNumber(carrier: string, labelId: string): string {
+  private async uniqueTrackingNumber(tx: Sql, carrier: string, labelId: string): Promise<string> {
     for (let attempt = 0; ; attempt++) {
       const candidate = trackingNumberFor(carrier, labelId, attempt);
-      if (!this.deps.store.isTrackingNumberTaken(candidate)) return candidate;
+      if (!(await this.deps.store.isTrackingNumberTaken(tx, candidate))) return candidate;
     }
   }
 
-  get(actor: Actor, id: string): LabelRecord {
-    const label = this.deps.store.find(actor.accountId, id);
+  async get(actor: Actor, id: string): Promise<LabelRecord> {
+    const label = await this.deps.store.find(this.deps.db, actor.accountId, id);
     if (!label) throw notFound('label', id);
     return label;
   }
 
   /** The label's file, rendered on first use (see files.ts). */
-  file(actor: Actor, label: LabelRecord): Promise<RenderedLabel> {
-    return this.deps.files.get(label, this.deps.shipments.get(actor, label.shipmentId));
+  async file(actor: Actor, label: LabelRecord): Promise<RenderedLabel> {
+    return this.deps.files.get(label, await this.deps.shipments.get(this.deps.db, actor, label.shipmentId));
   }
 
   /** The label as a PNG, whatever its format (the dashboard's preview). */
-  preview(actor: Actor, label: LabelRecord): Promise<RenderedLabel> {
-    return this.deps.files.preview(label, this.deps.shipments.get(actor, label.shipmentId));
+  async preview(actor: Actor, label: LabelRecord): Promise<RenderedLabel> {
+    return this.deps.files.preview(
+      label,
+      await this.deps.shipments.get(this.deps.db, actor, label.shipmentId),
+    );
   }
 
   /**
@@ -156,7 +159,7 @@ export class LabelService {
    * key. The signature is checked before anything is looked up, so an altered URL learns nothing;
    * expiry is judged on the clock of the account that owns the label.
    */
-  fileBySignedUrl(
+  async fileBySignedUrl(
     file: string,
     expires: string | undefined,
     signature: string | undefined,
@@ -169,8 +172,8 @@ export class LabelService {
         'The URL signature does not match; use label_url unchanged.',
       );
     }
-    const label = store.findAnywhere(file.replace(/\.[a-z]+$/, ''));
-    const now = label && nowOf(label.accountId);
+    const label = await store.findAnywhere(this.deps.db, file.replace(/\.[a-z]+$/, ''));
+    const now = label && (await nowOf(label.accountId));
     if (!label || now === undefined) throw new ApiError(404, 'not_found', 'The label no longer exists.');
     const expiresAt = Number(expires) * 1000;
     const expired = now >= expiresAt;
@@ -190,7 +193,7 @@ export class LabelService {
       );
     }
     const owner = { accountId: label.accountId, now };
-    return this.file(owner, label).then((rendered) => ({ label, file: rendered }));
+    return { label, file: await this.file(owner, label) };
   }
 
   /**
@@ -198,9 +201,10 @@ export class LabelService {
    * rate, expected 14 days later, moves a `label_generated` shipment back to `created`, records
    * `label.voided`.
    */
-  void(actor: Actor, id: string): JsonText<VoidedLabel> {
-    return transaction(this.deps.db, () => {
-      const label = this.get(actor, id);
+  void(actor: Actor, id: string): Promise<JsonText<VoidedLabel>> {
+    return this.deps.db.transaction(async (tx) => {
+      const label = await this.deps.store.findForUpdate(tx, actor.accountId, id);
+      if (!label) throw notFound('label', id);
       if (label.status === 'voided') {
         throw new ApiError(
           422,
@@ -222,8 +226,8 @@ export class LabelService {
           `Label ${id} was generated at ${formatTimestamp(label.createdAt)}; labels can be voided for 30 days only.`,
         );
       }
-      const shipment = this.deps.shipments.get(actor, label.shipmentId);
-      return toJsonText(this.voidWithinTransaction(actor, label, shipment, 'refund').body);
+      const shipment = await this.deps.shipments.getForUpdate(tx, actor, label.shipmentId);
+      return toJsonText((await this.voidWithinTransaction(tx, actor, label, shipment, 'refund')).body);
     });
   }
 
@@ -232,22 +236,25 @@ export class LabelService {
    * cancelling a `label_generated` shipment always); outside the window such a void refunds nothing.
    * Runs inside the cancellation's transaction; answers the shipment as it stands afterwards.
    */
-  voidOnCancel(actor: Actor, shipment: ShipmentRecord): ShipmentRecord {
+  async voidOnCancel(tx: Sql, actor: Actor, shipment: ShipmentRecord): Promise<ShipmentRecord> {
     const label =
-      shipment.labelId === null ? undefined : this.deps.store.find(actor.accountId, shipment.labelId);
+      shipment.labelId === null
+        ? undefined
+        : await this.deps.store.findForUpdate(tx, actor.accountId, shipment.labelId);
     if (label?.status !== 'active') return shipment;
-    return this.voidWithinTransaction(actor, label, shipment, 'refund_if_eligible').shipment;
+    return (await this.voidWithinTransaction(tx, actor, label, shipment, 'refund_if_eligible')).shipment;
   }
 
-  private voidWithinTransaction(
+  private async voidWithinTransaction(
+    tx: Sql,
     actor: Actor,
     label: LabelRecord,
     shipment: ShipmentRecord,
     refund: 'refund' | 'refund_if_eligible',
-  ): { body: VoidedLabel; shipment: ShipmentRecord } {
+  ): Promise<{ body: VoidedLabel; shipment: ShipmentRecord }> {
     const { store, shipmentStore, events, tracking } = this.deps;
-    const voided = store.markVoided(label, actor.now);
-    tracking.stop(actor, label.id);
+    const voided = await store.markVoided(tx, label, actor.now);
+    await tracking.stop(tx, actor, label.id);
     const eligible =
       refund === 'refund' || (label.scannedAt === null && actor.now - label.createdAt <= VOID_WINDOW_MS);
     const body: VoidedLabel = {
@@ -261,7 +268,8 @@ export class LabelService {
     };
     const updated =
       shipment.labelId === label.id
-        ? shipmentStore.setLabel(
+        ? await shipmentStore.setLabel(
+            tx,
             shipment,
             shipment.status === 'label_generated' ? 'created' : shipment.status,
             {
@@ -270,7 +278,8 @@ export class LabelService {
             },
           )
         : shipment;
-    events.record(
+    await events.record(
+      tx,
       actor.accountId,
       'label.voided',
       toJsonText({ ...body, shipment_id: shipment.id }),

@@ -1,4 +1,4 @@
-import type { Db } from '../db/database.js';
+import { dialect, type Sql } from '../db/sql.js';
 import type { TrackingStatus } from '../scenarios/vocabulary.js';
 
 export type LabelFormat = 'pdf' | 'png' | 'zpl';
@@ -60,57 +60,36 @@ const toRecord = (row: LabelRow): LabelRecord => ({
   estimatedDelivery: row.estimated_delivery,
 });
 
+const SQL = {
+  insert: `INSERT INTO labels (id, account_id, shipment_id, tracking_number, carrier, format, size, status, created_at, expires_at)
+    VALUES (@id, @accountId, @shipmentId, @trackingNumber, @carrier, @format, @size, 'active', @createdAt, @expiresAt)`,
+  selectInAccount: 'SELECT * FROM labels WHERE id = ? AND account_id = ?',
+  // A change reads the label it is about to write and holds it until it commits (PostgreSQL).
+  selectForUpdate: {
+    sqlite: 'SELECT * FROM labels WHERE id = ? AND account_id = ?',
+    postgres: 'SELECT * FROM labels WHERE id = ? AND account_id = ? FOR UPDATE',
+  },
+  selectAnywhere: 'SELECT * FROM labels WHERE id = ?',
+  selectByTrackingNumber: 'SELECT * FROM labels WHERE tracking_number = ?',
+  trackingNumberTaken: 'SELECT 1 AS one FROM labels WHERE tracking_number = ?',
+  markVoided: "UPDATE labels SET status = 'voided', voided_at = @at WHERE id = @id",
+  markScanned: 'UPDATE labels SET scanned_at = @at WHERE id = @id AND scanned_at IS NULL',
+  trackingStatus: 'UPDATE labels SET tracking_status = @status WHERE id = @labelId',
+  scenario:
+    'UPDATE labels SET scenario = @scenario, estimated_delivery = @estimatedDelivery WHERE id = @labelId',
+  estimate: 'UPDATE labels SET estimated_delivery = @estimatedDelivery WHERE id = @labelId',
+  deleteAccount: 'DELETE FROM labels WHERE account_id = ?',
+};
+
 /**
  * The `labels` table. Besides the label itself, a row keeps its parcel's tracking state (the scenario
  * playing, the current status, the delivery estimate, the first scan), which the tracking module sets
- * through the methods below.
+ * through the methods below. Each method runs on the `q` it is given: the database, or the
+ * transaction of the change it is part of.
  */
 export class LabelStore {
-  private readonly insertStatement;
-  private readonly selectInAccount;
-  private readonly selectAnywhere;
-  private readonly selectByTrackingNumber;
-  private readonly trackingNumberTaken;
-  private readonly voidStatement;
-  private readonly scanStatement;
-  private readonly trackingStatusStatement;
-  private readonly scenarioStatement;
-  private readonly estimateStatement;
-  private readonly deleteAccountStatement;
-
-  constructor(db: Db) {
-    this.insertStatement = db.prepare(
-      `INSERT INTO labels (id, account_id, shipment_id, tracking_number, carrier, format, size, status, created_at, expires_at)
-       VALUES (@id, @accountId, @shipmentId, @trackingNumber, @carrier, @format, @size, 'active', @createdAt, @expiresAt)`,
-    );
-    this.selectInAccount = db.prepare<[string, string], LabelRow>(
-      'SELECT * FROM labels WHERE id = ? AND account_id = ?',
-    );
-    this.selectAnywhere = db.prepare<[string], LabelRow>('SELECT * FROM labels WHERE id = ?');
-    this.selectByTrackingNumber = db.prepare<[string], LabelRow>(
-      'SELECT * FROM labels WHERE tracking_number = ?',
-    );
-    this.trackingNumberTaken = db.prepare<[string], { one: number }>(
-      'SELECT 1 AS one FROM labels WHERE tracking_number = ?',
-    );
-    this.voidStatement = db.prepare("UPDATE labels SET status = 'voided', voided_at = @at WHERE id = @id");
-    this.scanStatement = db.prepare(
-      'UPDATE labels SET scanned_at = @at WHERE id = @id AND scanned_at IS NULL',
-    );
-    this.trackingStatusStatement = db.prepare(
-      'UPDATE labels SET tracking_status = @status WHERE id = @labelId',
-    );
-    this.scenarioStatement = db.prepare(
-      'UPDATE labels SET scenario = @scenario, estimated_delivery = @estimatedDelivery WHERE id = @labelId',
-    );
-    this.estimateStatement = db.prepare(
-      'UPDATE labels SET estimated_delivery = @estimatedDelivery WHERE id = @labelId',
-    );
-    this.deleteAccountStatement = db.prepare('DELETE FROM labels WHERE account_id = ?');
-  }
-
-  insert(label: LabelRecord): LabelRecord {
-    this.insertStatement.run({
+  async insert(tx: Sql, label: LabelRecord): Promise<LabelRecord> {
+    await tx.run(SQL.insert, {
       id: label.id,
       accountId: label.accountId,
       shipmentId: label.shipmentId,
@@ -125,50 +104,56 @@ export class LabelStore {
   }
 
   /** The label if it exists in this account; another account's label does not exist here. */
-  find(accountId: string, id: string): LabelRecord | undefined {
-    const row = this.selectInAccount.get(id, accountId);
+  async find(q: Sql, accountId: string, id: string): Promise<LabelRecord | undefined> {
+    const row = await q.get<LabelRow>(SQL.selectInAccount, [id, accountId]);
+    return row && toRecord(row);
+  }
+
+  /** `find`, holding the row for the rest of `tx`, which will change it (PostgreSQL). */
+  async findForUpdate(tx: Sql, accountId: string, id: string): Promise<LabelRecord | undefined> {
+    const row = await tx.get<LabelRow>(dialect(tx, SQL.selectForUpdate), [id, accountId]);
     return row && toRecord(row);
   }
 
   /** For pre-signed URLs, which carry their own authority instead of an account's key. */
-  findAnywhere(id: string): LabelRecord | undefined {
-    const row = this.selectAnywhere.get(id);
+  async findAnywhere(q: Sql, id: string): Promise<LabelRecord | undefined> {
+    const row = await q.get<LabelRow>(SQL.selectAnywhere, [id]);
     return row && toRecord(row);
   }
 
-  findByTrackingNumber(trackingNumber: string): LabelRecord | undefined {
-    const row = this.selectByTrackingNumber.get(trackingNumber);
+  async findByTrackingNumber(q: Sql, trackingNumber: string): Promise<LabelRecord | undefined> {
+    const row = await q.get<LabelRow>(SQL.selectByTrackingNumber, [trackingNumber]);
     return row && toRecord(row);
   }
 
-  isTrackingNumberTaken(trackingNumber: string): boolean {
-    return this.trackingNumberTaken.get(trackingNumber) !== undefined;
+  async isTrackingNumberTaken(q: Sql, trackingNumber: string): Promise<boolean> {
+    return (await q.get(SQL.trackingNumberTaken, [trackingNumber])) !== undefined;
   }
 
-  markVoided(label: LabelRecord, at: number): LabelRecord {
-    this.voidStatement.run({ id: label.id, at });
+  async markVoided(tx: Sql, label: LabelRecord, at: number): Promise<LabelRecord> {
+    await tx.run(SQL.markVoided, { id: label.id, at });
     return { ...label, status: 'voided', voidedAt: at };
   }
 
   /** The carrier's first scan; later scans keep the first time. */
-  markScanned(labelId: string, at: number): void {
-    this.scanStatement.run({ id: labelId, at });
+  async markScanned(tx: Sql, labelId: string, at: number): Promise<void> {
+    await tx.run(SQL.markScanned, { id: labelId, at });
   }
 
-  setTrackingStatus(labelId: string, status: TrackingStatus): void {
-    this.trackingStatusStatement.run({ labelId, status });
+  async setTrackingStatus(tx: Sql, labelId: string, status: TrackingStatus): Promise<void> {
+    await tx.run(SQL.trackingStatus, { labelId, status });
   }
 
   /** The scenario now playing for the label, and the delivery it plans. */
-  setScenario(labelId: string, scenario: string, estimatedDelivery: number): void {
-    this.scenarioStatement.run({ labelId, scenario, estimatedDelivery });
+  async setScenario(tx: Sql, labelId: string, scenario: string, estimatedDelivery: number): Promise<void> {
+    await tx.run(SQL.scenario, { labelId, scenario, estimatedDelivery });
   }
 
-  setEstimate(labelId: string, estimatedDelivery: number): void {
-    this.estimateStatement.run({ labelId, estimatedDelivery });
+  async setEstimate(tx: Sql, labelId: string, estimatedDelivery: number): Promise<void> {
+    await tx.run(SQL.estimate, { labelId, estimatedDelivery });
   }
 
-  deleteAccount(accountId: string): void {
-    this.deleteAccountStatement.run(accountId);
+  async deleteAccount(tx: Sql, accountId: string): Promise<void> {
+    await tx.run(SQL.deleteAccount, [accountId]);
   }
 }

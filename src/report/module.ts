@@ -16,17 +16,17 @@ declare module '../module.js' {
 export function reportModule(settings: { webhookTimeoutMs: number }): SandboxModule {
   return {
     name: 'report',
-    build({ realNow, ports, provide }) {
+    build({ db, realNow, ports, provide }) {
       const observations = new ClientObservations(realNow);
       ports.journal.journal.observe((accountId, request) => observations.noteRequest(accountId, request));
       const reports = new ReportService({
         observations,
-        recentAttempts: (accountId, limit) => ports.webhooks.store.recentAttempts(accountId, limit),
+        recentAttempts: (accountId, limit) => ports.webhooks.store.recentAttempts(db, accountId, limit),
         webhookTimeoutMs: settings.webhookTimeoutMs,
         realNow,
       });
       provide('report', { observations });
-      return { controls: reportRoutes(reports), reset: (accountId) => observations.forget(accountId) };
+      return { controls: reportRoutes(reports), reset: (_tx, accountId) => observations.forget(accountId) };
     },
   };
 }

@@ -35,8 +35,8 @@ export function reportRoutes(reports: ReportService) {
         ...controlErrors(...ErrorCodes.query),
       },
     }),
-    (c) => {
-      const report = reports.report(c.get('caller'));
+    async (c) => {
+      const report = await reports.report(c.get('caller'));
       if (c.req.valid('query').format === 'junit') {
         return c.body(toJUnit(report), 200, { 'content-type': 'application/xml; charset=utf-8' });
       }

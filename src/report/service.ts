@@ -14,7 +14,7 @@ export const ATTEMPTS_JUDGED = 10_000;
 export interface ReportDeps {
   observations: ClientObservations;
   /** The account's most recent delivery attempts, newest first (the webhooks module). */
-  recentAttempts: (accountId: string, limit: number) => readonly AttemptRecord[];
+  recentAttempts: (accountId: string, limit: number) => Promise<readonly AttemptRecord[]>;
   webhookTimeoutMs: number;
   realNow: () => number;
 }
@@ -26,10 +26,10 @@ export interface ReportDeps {
 export class ReportService {
   constructor(private readonly deps: ReportDeps) {}
 
-  report(actor: Actor): Report {
+  async report(actor: Actor): Promise<Report> {
     const facts = {
       observations: this.deps.observations.of(actor.accountId),
-      attempts: this.deps.recentAttempts(actor.accountId, ATTEMPTS_JUDGED),
+      attempts: await this.deps.recentAttempts(actor.accountId, ATTEMPTS_JUDGED),
       webhookTimeoutMs: this.deps.webhookTimeoutMs,
     };
     const checks = CHECKS.map((check) => ({ id: check.id, title: check.title, ...check.judge(facts) }));

@@ -1,4 +1,4 @@
-import type { Db } from '../db/database.js';
+import type { Sql } from '../db/sql.js';
 import type { Job } from './queue.js';
 
 export type JobState = 'pending' | 'running' | 'done' | 'failed' | 'cancelled';
@@ -16,142 +16,126 @@ interface JobRow {
 const COLUMNS = 'seq, id, account_id, kind, subject, payload, due_at';
 
 /**
- * The jobs table's SQL. A job is `pending` until it runs; an asynchronous one is `running` while it
- * works; then `done`, `failed` or `cancelled`, with the time it finished on its account's clock.
+ * How far apart PostgreSQL numbers new jobs: a chain's later items take the places between its first
+ * job and the next job made (see `JobQueue.startChain`), and PostgreSQL's sequence hands out numbers
+ * to concurrent transactions, so places cannot be reserved by moving it as SQLite's counter is moved.
+ * A chain is at most this long. (The jobs table's identity column counts by it.)
+ */
+export const CHAIN_STRIDE = 1024;
+
+const SQL = {
+  insert: `INSERT INTO jobs (id, account_id, kind, subject, payload, due_at, state, created_at)
+    VALUES (@id, @accountId, @kind, @subject, @payload, @dueAt, 'pending', @createdAt) RETURNING seq`,
+  insertAt: `INSERT INTO jobs (seq, id, account_id, kind, subject, payload, due_at, state, created_at)
+    VALUES (@seq, @id, @accountId, @kind, @subject, @payload, @dueAt, 'pending', @createdAt)`,
+  // AUTOINCREMENT numbers new rows from this high-water mark, so raising it keeps seqs free for later.
+  reserve: "UPDATE sqlite_sequence SET seq = @last WHERE name = 'jobs' AND seq < @last",
+  nextDue: `SELECT ${COLUMNS} FROM jobs
+    WHERE state = 'pending' AND account_id = ? AND due_at <= ? ORDER BY due_at, seq LIMIT 1`,
+  mark: 'UPDATE jobs SET state = @state, finished_at = @finishedAt, error = @error WHERE seq = @seq',
+  cancelBySubject:
+    "UPDATE jobs SET state = 'cancelled', finished_at = @at WHERE subject = @subject AND state = 'pending' AND kind = @kind",
+  cancelById: "UPDATE jobs SET state = 'cancelled', finished_at = @at WHERE id = @id AND state = 'pending'",
+  pendingBySubject: `SELECT ${COLUMNS} FROM jobs
+    WHERE subject = ? AND kind = ? AND state = 'pending' ORDER BY due_at, seq`,
+  accountsWithWork:
+    "SELECT account_id, min(due_at) AS due_at FROM jobs WHERE state = 'pending' GROUP BY account_id",
+  resetRunning: "UPDATE jobs SET state = 'pending' WHERE state = 'running'",
+  deleteAccount: 'DELETE FROM jobs WHERE account_id = ?',
+  upcoming: `SELECT ${COLUMNS} FROM jobs
+    WHERE state = 'pending' AND account_id = ? ORDER BY due_at, seq LIMIT ?`,
+  // Only finished jobs have a `finished_at`; the partial index jobs_finished holds just those.
+  purge:
+    'DELETE FROM jobs WHERE account_id = @accountId AND finished_at IS NOT NULL AND finished_at < @before',
+  // The next account with finished jobs: one index probe per account, not a scan of the jobs.
+  nextAccountWithFinished:
+    'SELECT account_id FROM jobs WHERE finished_at IS NOT NULL AND account_id > ? ORDER BY account_id LIMIT 1',
+};
+
+/**
+ * The jobs table's SQL. A job is `pending` until it runs, then `done`, `failed` or `cancelled`, with
+ * the time it finished on its account's clock. Each method runs on the `q` it is given: the database,
+ * or the transaction of the change that causes it.
  */
 export class JobStore {
-  private readonly insertStatement;
-  private readonly insertAtStatement;
-  private readonly reserveStatement;
-  private readonly nextDueStatement;
-  private readonly markStatement;
-  private readonly cancelBySubjectStatement;
-  private readonly cancelByIdStatement;
-  private readonly pendingBySubjectStatement;
-  private readonly accountsWithWorkStatement;
-  private readonly resetRunningStatement;
-  private readonly purgeStatement;
-  private readonly nextAccountWithFinishedStatement;
-  private readonly deleteAccountStatement;
-  private readonly upcomingStatement;
-
-  constructor(db: Db) {
-    this.insertStatement = db.prepare(
-      `INSERT INTO jobs (id, account_id, kind, subject, payload, due_at, state, created_at)
-       VALUES (@id, @accountId, @kind, @subject, @payload, @dueAt, 'pending', @createdAt)`,
-    );
-    this.insertAtStatement = db.prepare(
-      `INSERT INTO jobs (seq, id, account_id, kind, subject, payload, due_at, state, created_at)
-       VALUES (@seq, @id, @accountId, @kind, @subject, @payload, @dueAt, 'pending', @createdAt)`,
-    );
-    // AUTOINCREMENT numbers new rows from this high-water mark, so raising it keeps seqs free for later.
-    this.reserveStatement = db.prepare(
-      "UPDATE sqlite_sequence SET seq = @last WHERE name = 'jobs' AND seq < @last",
-    );
-    this.nextDueStatement = db.prepare<[string, number], JobRow>(
-      `SELECT ${COLUMNS} FROM jobs
-       WHERE state = 'pending' AND account_id = ? AND due_at <= ? ORDER BY due_at, seq LIMIT 1`,
-    );
-    this.markStatement = db.prepare(
-      'UPDATE jobs SET state = @state, finished_at = @finishedAt, error = @error WHERE seq = @seq',
-    );
-    this.cancelBySubjectStatement = db.prepare(
-      "UPDATE jobs SET state = 'cancelled', finished_at = @at WHERE subject = @subject AND state = 'pending' AND kind = @kind",
-    );
-    this.cancelByIdStatement = db.prepare(
-      "UPDATE jobs SET state = 'cancelled', finished_at = @at WHERE id = @id AND state = 'pending'",
-    );
-    this.pendingBySubjectStatement = db.prepare<[string, string], JobRow>(
-      `SELECT ${COLUMNS} FROM jobs
-       WHERE subject = ? AND kind = ? AND state = 'pending' ORDER BY due_at, seq`,
-    );
-    this.accountsWithWorkStatement = db.prepare<[], { account_id: string; due_at: number }>(
-      "SELECT account_id, min(due_at) AS due_at FROM jobs WHERE state = 'pending' GROUP BY account_id",
-    );
-    this.resetRunningStatement = db.prepare("UPDATE jobs SET state = 'pending' WHERE state = 'running'");
-    this.deleteAccountStatement = db.prepare('DELETE FROM jobs WHERE account_id = ?');
-    this.upcomingStatement = db.prepare<[string, number], JobRow>(
-      `SELECT ${COLUMNS} FROM jobs
-       WHERE state = 'pending' AND account_id = ? ORDER BY due_at, seq LIMIT ?`,
-    );
-    // Only finished jobs have a `finished_at`; the partial index jobs_finished holds just those.
-    this.purgeStatement = db.prepare(
-      'DELETE FROM jobs WHERE account_id = @accountId AND finished_at IS NOT NULL AND finished_at < @before',
-    );
-    // The next account with finished jobs: one index probe per account, not a scan of the jobs.
-    this.nextAccountWithFinishedStatement = db
-      .prepare<[string], string>(
-        'SELECT account_id FROM jobs WHERE finished_at IS NOT NULL AND account_id > ? ORDER BY account_id LIMIT 1',
-      )
-      .pluck();
-  }
-
   /** Adds a pending job at the end of the queue; returns its seq. */
-  insert(job: Omit<Job, 'seq'>, createdAt: number): number {
-    return Number(this.insertStatement.run(this.params(job, createdAt)).lastInsertRowid);
+  async insert(tx: Sql, job: Omit<Job, 'seq'>, createdAt: number): Promise<number> {
+    return ((await tx.get<{ seq: number }>(SQL.insert, this.params(job, createdAt))) as { seq: number }).seq;
   }
 
   /** Adds a pending job in a place reserved for it (`reserveThrough`). */
-  insertAt(job: Job, createdAt: number): void {
-    this.insertAtStatement.run({ ...this.params(job, createdAt), seq: job.seq });
+  async insertAt(tx: Sql, job: Job, createdAt: number): Promise<void> {
+    await tx.run(SQL.insertAt, { ...this.params(job, createdAt), seq: job.seq });
   }
 
-  /** Keeps the seqs up to `last` free: jobs added from now on are numbered after it. */
-  reserveThrough(last: number): void {
-    this.reserveStatement.run({ last });
+  /**
+   * Keeps the seqs after `first` up to `last` free: jobs added from now on are numbered after them.
+   * SQLite moves its counter; PostgreSQL's numbers are CHAIN_STRIDE apart already.
+   */
+  async reserveThrough(tx: Sql, first: number, last: number): Promise<void> {
+    if (tx.engine === 'sqlite') await tx.run(SQL.reserve, { last });
+    else if (last - first >= CHAIN_STRIDE)
+      throw new Error(`a chain of ${last - first + 1} items is too long`);
   }
 
   /** The account's first pending job due at or before `until`. */
-  nextDue(accountId: string, until: number): Job | undefined {
-    const row = this.nextDueStatement.get(accountId, until);
+  async nextDue(q: Sql, accountId: string, until: number): Promise<Job | undefined> {
+    const row = await q.get<JobRow>(SQL.nextDue, [accountId, until]);
     return row && toJob(row);
   }
 
-  mark(seq: number, state: JobState, finishedAt: number | null, error: string | null = null): void {
-    this.markStatement.run({ seq, state, finishedAt, error });
+  async mark(
+    q: Sql,
+    seq: number,
+    state: JobState,
+    finishedAt: number | null,
+    error: string | null = null,
+  ): Promise<void> {
+    await q.run(SQL.mark, { seq, state, finishedAt, error });
   }
 
-  cancelBySubject(kind: string, subject: string, at: number): void {
-    this.cancelBySubjectStatement.run({ kind, subject, at });
+  async cancelBySubject(tx: Sql, kind: string, subject: string, at: number): Promise<void> {
+    await tx.run(SQL.cancelBySubject, { kind, subject, at });
   }
 
-  cancelById(id: string, at: number): void {
-    this.cancelByIdStatement.run({ id, at });
+  async cancelById(tx: Sql, id: string, at: number): Promise<void> {
+    await tx.run(SQL.cancelById, { id, at });
   }
 
-  pendingBySubject<P>(kind: string, subject: string): Job<P>[] {
-    return this.pendingBySubjectStatement.all(subject, kind).map((row) => toJob<P>(row));
+  async pendingBySubject<P>(q: Sql, kind: string, subject: string): Promise<Job<P>[]> {
+    return (await q.all<JobRow>(SQL.pendingBySubject, [subject, kind])).map((row) => toJob<P>(row));
   }
 
   /** The first `limit` pending jobs of the account, soonest first (at equal times, by seq). */
-  upcoming(accountId: string, limit: number): Job[] {
-    return this.upcomingStatement.all(accountId, limit).map((row) => toJob(row));
+  async upcoming(q: Sql, accountId: string, limit: number): Promise<Job[]> {
+    return (await q.all<JobRow>(SQL.upcoming, [accountId, limit])).map((row) => toJob(row));
   }
 
   /** Every account with pending jobs, and its earliest due time. */
-  earliestDue(): { accountId: string; dueAt: number }[] {
-    return this.accountsWithWorkStatement
-      .all()
-      .map((row) => ({ accountId: row.account_id, dueAt: row.due_at }));
+  async earliestDue(q: Sql): Promise<{ accountId: string; dueAt: number }[]> {
+    return (await q.all<{ account_id: string; due_at: number }>(SQL.accountsWithWork)).map((row) => ({
+      accountId: row.account_id,
+      dueAt: Number(row.due_at),
+    }));
   }
 
-  /** Jobs a crash left `running` are pending again. */
-  resetRunning(): void {
-    this.resetRunningStatement.run();
+  /** Jobs a crash left `running` (by a sandbox before this one) are pending again. */
+  async resetRunning(q: Sql): Promise<void> {
+    await q.run(SQL.resetRunning);
   }
 
   /** Deletes the account's finished jobs that finished before `before`; returns how many. */
-  deleteFinishedBefore(accountId: string, before: number): number {
-    return this.purgeStatement.run({ accountId, before }).changes;
+  deleteFinishedBefore(q: Sql, accountId: string, before: number): Promise<number> {
+    return q.run(SQL.purge, { accountId, before });
   }
 
   /** The first account after `after` (in id order) that has finished jobs. */
-  nextAccountWithFinished(after: string): string | undefined {
-    return this.nextAccountWithFinishedStatement.get(after);
+  nextAccountWithFinished(q: Sql, after: string): Promise<string | undefined> {
+    return q.value<string>(SQL.nextAccountWithFinished, [after]);
   }
 
-  deleteAccount(accountId: string): void {
-    this.deleteAccountStatement.run(accountId);
+  async deleteAccount(tx: Sql, accountId: string): Promise<void> {
+    await tx.run(SQL.deleteAccount, [accountId]);
   }
 
   private params(job: Omit<Job, 'seq'>, createdAt: number) {

@@ -3,28 +3,16 @@ import { chainedId, newId } from '../core/ids.js';
 import { snakeCaseKeys } from '../core/json.js';
 import { isPassingStorageFailure } from '../core/storage-errors.js';
 import { formatTimestamp } from '../core/time.js';
-import type { Db } from '../db/database.js';
+import type { Sql } from '../db/sql.js';
 import type { JobStore } from './job-store.js';
-import type {
-  DueItem,
-  DueQueue,
-  Job,
-  JobHandler,
-  JobKind,
-  JobOutcome,
-  NewJob,
-  RanJob,
-  UpcomingItem,
-} from './queue.js';
+import type { DueItem, DueQueue, Job, JobHandler, JobKind, NewJob, RanJob, UpcomingItem } from './queue.js';
 
 export interface JobQueueDeps {
-  db: Db;
+  db: Sql;
   store: JobStore;
   logger: Logger;
   /** Work was queued for the account at `dueAt`: the background timer may need to wake sooner. */
   wakeFor: (accountId: string, dueAt: number) => void;
-  /** A write that failed for a passing reason and must not be lost (see `Scheduler.retryWrite`). */
-  retryWrite: (accountId: string, write: () => void, error: unknown) => void;
 }
 
 /**
@@ -49,10 +37,10 @@ export class JobQueue implements DueQueue {
     }
   }
 
-  /** Adds a job; call inside the transaction of the change that causes it. */
-  schedule<P>(job: NewJob<P>): string {
+  /** Adds a job, inside `tx`, the transaction of the change that causes it. */
+  async schedule<P>(tx: Sql, job: NewJob<P>): Promise<string> {
     const id = newId('job', job.now);
-    this.deps.store.insert({ ...job, id }, job.now);
+    await this.deps.store.insert(tx, { ...job, id }, job.now);
     this.deps.wakeFor(job.accountId, job.dueAt);
     return id;
   }
@@ -65,24 +53,25 @@ export class JobQueue implements DueQueue {
    * in the same order among other jobs), and each takes the identifier that follows its
    * predecessor's (`chainedId`), so the list of due work can name items not yet added.
    */
-  startChain<P>(job: NewJob<P>, length: number): Job<P> {
+  async startChain<P>(tx: Sql, job: NewJob<P>, length: number): Promise<Job<P>> {
     const { now, ...rest } = job;
     const added = { ...rest, id: newId('job', now) };
-    const seq = this.deps.store.insert(added, now);
-    if (length > 1) this.deps.store.reserveThrough(seq + length - 1);
+    const seq = await this.deps.store.insert(tx, added, now);
+    if (length > 1) await this.deps.store.reserveThrough(tx, seq, seq + length - 1);
     this.deps.wakeFor(job.accountId, job.dueAt);
     return { ...added, seq };
   }
 
   /**
    * Adds the item `ahead` places after `from` in its chain, in the place and under the identifier
-   * reserved for it. Call inside the transaction of the change that causes it (`from` running).
+   * reserved for it, inside `tx`, the transaction of the change that causes it (`from` running).
    */
-  continueChain<P>(
+  async continueChain<P>(
+    tx: Sql,
     from: Pick<Job, 'id' | 'seq' | 'accountId' | 'kind' | 'subject'>,
     ahead: number,
     next: { payload: P; dueAt: number; now: number },
-  ): Job<P> {
+  ): Promise<Job<P>> {
     const job = {
       id: chainedId(from.id, ahead),
       accountId: from.accountId,
@@ -92,30 +81,30 @@ export class JobQueue implements DueQueue {
       dueAt: next.dueAt,
       seq: from.seq + ahead,
     };
-    this.deps.store.insertAt(job, next.now);
+    await this.deps.store.insertAt(tx, job, next.now);
     this.deps.wakeFor(job.accountId, job.dueAt);
     return job;
   }
 
   /** Drops the pending jobs of a kind about a subject (a voided label's scenario, say). */
-  cancel(kind: string, subject: string, at: number): void {
-    this.deps.store.cancelBySubject(kind, subject, at);
+  cancel(tx: Sql, kind: string, subject: string, at: number): Promise<void> {
+    return this.deps.store.cancelBySubject(tx, kind, subject, at);
   }
 
-  cancelJob(id: string, at: number): void {
-    this.deps.store.cancelById(id, at);
+  cancelJob(tx: Sql, id: string, at: number): Promise<void> {
+    return this.deps.store.cancelById(tx, id, at);
   }
 
-  pending<P>(kind: string, subject: string): Job<P>[] {
-    return this.deps.store.pendingBySubject<P>(kind, subject);
+  pending<P>(q: Sql, kind: string, subject: string): Promise<Job<P>[]> {
+    return this.deps.store.pendingBySubject<P>(q, kind, subject);
   }
 
-  earliestDue(): { accountId: string; dueAt: number }[] {
-    return this.deps.store.earliestDue();
+  earliestDue(): Promise<{ accountId: string; dueAt: number }[]> {
+    return this.deps.store.earliestDue(this.deps.db);
   }
 
-  nextDue(accountId: string, until: number): DueItem | undefined {
-    const job = this.deps.store.nextDue(accountId, until);
+  async nextDue(accountId: string, until: number): Promise<DueItem | undefined> {
+    const job = await this.deps.store.nextDue(this.deps.db, accountId, until);
     return job && { dueAt: job.dueAt, order: job.seq, run: () => this.runOne(job) };
   }
 
@@ -124,9 +113,9 @@ export class JobQueue implements DueQueue {
    * (at equal times, in the order they will run). A chain's later items come after its pending job,
    * so the first `limit` jobs hold every item of the answer.
    */
-  upcoming(accountId: string, limit: number): UpcomingItem[] {
+  async upcoming(accountId: string, limit: number): Promise<UpcomingItem[]> {
     const items: (UpcomingItem & { seq: number })[] = [];
-    for (const job of this.deps.store.upcoming(accountId, limit)) {
+    for (const job of await this.deps.store.upcoming(this.deps.db, accountId, limit)) {
       const chained = this.chainedKinds.get(job.kind);
       if (!chained) {
         items.push({
@@ -139,7 +128,7 @@ export class JobQueue implements DueQueue {
         });
         continue;
       }
-      for (const item of chained.upcoming(job)) {
+      for (const item of await chained.upcoming(job)) {
         items.push({
           id: chainedId(job.id, item.ahead),
           kind: job.kind,
@@ -154,6 +143,12 @@ export class JobQueue implements DueQueue {
     return items.slice(0, limit).map(({ seq: _, ...item }) => item);
   }
 
+  /**
+   * Runs the job and marks it done in one transaction, so a crash can neither lose a step nor play it
+   * twice. A job that fails for a passing reason (the disk is full, the database busy or out of reach)
+   * stays pending, its transaction rolled back, and the error goes to whoever ran it; one whose
+   * handler has a bug is marked failed and not run again.
+   */
   private async runOne(job: Job): Promise<RanJob> {
     const { db, store, logger } = this.deps;
     const handler = this.handlers.get(job.kind);
@@ -164,56 +159,24 @@ export class JobQueue implements DueQueue {
       due_at: formatTimestamp(job.dueAt),
     };
     if (!handler) {
-      store.mark(job.seq, 'failed', job.dueAt, 'no handler');
+      await store.mark(db, job.seq, 'failed', job.dueAt, 'no handler');
       logger.error({ job: job.id, kind: job.kind }, 'no handler for job');
       return { ...summary, error: 'no handler' };
     }
-    // A synchronous handler's effects and the job's `done` commit together, so a crash can neither
-    // lose a step nor play it twice. An asynchronous one is marked `running` while it works and runs
-    // again after a crash.
-    let pending: Promise<JobOutcome> | undefined;
-    let markedRunning = false;
     try {
-      let outcome: JobOutcome;
-      db.transaction(() => {
-        const result = handler(job);
-        if (result instanceof Promise) {
-          pending = result;
-          store.mark(job.seq, 'running', null);
-        } else {
-          outcome = result;
-          store.mark(job.seq, 'done', job.dueAt);
-        }
-      })();
-      if (pending) {
-        markedRunning = true;
-        outcome = await pending;
-        store.mark(job.seq, 'done', job.dueAt);
-      }
+      const outcome = await db.transaction(async (tx) => {
+        const result = await handler(tx, job);
+        await store.mark(tx, job.seq, 'done', job.dueAt);
+        return result;
+      });
       logger.info({ account: job.accountId, ...summary, ...outcome }, 'step');
       return { ...summary, ...outcome };
     } catch (error) {
-      if (isPassingStorageFailure(error)) {
-        // Not the handler's fault: the job stays pending (its transaction rolled back) and runs again.
-        if (markedRunning) this.putBack(job, error);
-        // Its `running` mark was never written: the job runs again, this try's outcome is of no use.
-        else void pending?.catch(() => undefined);
-        throw error;
-      }
+      if (isPassingStorageFailure(error)) throw error;
       // Marked first: if even that cannot be written, the job runs again later and is logged then.
-      store.mark(job.seq, 'failed', job.dueAt, String(error));
+      await store.mark(db, job.seq, 'failed', job.dueAt, String(error));
       logger.error({ err: error, job: job.id, kind: job.kind }, 'job failed');
       return { ...summary, error: (error as Error).message };
-    }
-  }
-
-  /** An asynchronous job marked `running` goes back to `pending`, now or once the write succeeds. */
-  private putBack(job: Job, error: unknown): void {
-    const write = () => this.deps.store.mark(job.seq, 'pending', null);
-    try {
-      write();
-    } catch {
-      this.deps.retryWrite(job.accountId, write, error);
     }
   }
 }

@@ -1,5 +1,6 @@
 import { isPassingStorageFailure } from '../core/storage-errors.js';
 import { DAY } from '../core/time.js';
+import type { Sql } from '../db/sql.js';
 import type { JobStore } from './job-store.js';
 
 /**
@@ -12,14 +13,19 @@ import type { JobStore } from './job-store.js';
 export const FINISHED_JOB_RETENTION_MS = DAY;
 
 /** Deletes the account's jobs that finished more than the retention before `now` (its clock). */
-export function purgeFinished(store: JobStore, accountId: string, now: number): number {
-  return store.deleteFinishedBefore(accountId, now - FINISHED_JOB_RETENTION_MS);
+export function purgeFinished(q: Sql, store: JobStore, accountId: string, now: number): Promise<number> {
+  return store.deleteFinishedBefore(q, accountId, now - FINISHED_JOB_RETENTION_MS);
 }
 
 /** After a run: housekeeping that a full disk may refuse (a delete writes too) waits for the next run. */
-export function purgeFinishedIfPossible(store: JobStore, accountId: string, now: number): void {
+export async function purgeFinishedIfPossible(
+  q: Sql,
+  store: JobStore,
+  accountId: string,
+  now: number,
+): Promise<void> {
   try {
-    purgeFinished(store, accountId, now);
+    await purgeFinished(q, store, accountId, now);
   } catch (error) {
     if (!isPassingStorageFailure(error)) throw error;
   }
@@ -30,13 +36,17 @@ export function purgeFinishedIfPossible(store: JobStore, accountId: string, now:
  * a clock is left alone). Accounts whose clocks have no work left are purged only here; the others
  * after each of their runs as well.
  */
-export function purgeEveryAccount(store: JobStore, nowOf: (accountId: string) => number | undefined): void {
+export async function purgeEveryAccount(
+  q: Sql,
+  store: JobStore,
+  nowOf: (accountId: string) => Promise<number | undefined>,
+): Promise<void> {
   for (
-    let accountId = store.nextAccountWithFinished('');
+    let accountId = await store.nextAccountWithFinished(q, '');
     accountId !== undefined;
-    accountId = store.nextAccountWithFinished(accountId)
+    accountId = await store.nextAccountWithFinished(q, accountId)
   ) {
-    const now = nowOf(accountId);
-    if (now !== undefined) purgeFinished(store, accountId, now);
+    const now = await nowOf(accountId);
+    if (now !== undefined) await purgeFinished(q, store, accountId, now);
   }
 }

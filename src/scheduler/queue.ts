@@ -1,3 +1,5 @@
+import type { Sql } from '../db/sql.js';
+
 /**
  * What the modules and the scheduler hand each other. Jobs: rows of the scheduler's jobs table
  * (jobs.ts), of kinds a module registers a handler for. Queues: the jobs table, and any module whose
@@ -20,7 +22,11 @@ export interface Job<P = unknown> {
 /** What a handler did, for the summary an advance answers with. */
 export type JobOutcome = Record<string, unknown> | undefined;
 
-export type JobHandler<P = unknown> = (job: Job<P>) => JobOutcome | Promise<JobOutcome>;
+/**
+ * Runs a job inside the transaction that marks it done (`tx`): what it writes and the job's `done`
+ * commit together, so a crash can neither lose a step nor play it twice.
+ */
+export type JobHandler<P = unknown> = (tx: Sql, job: Job<P>) => Promise<JobOutcome>;
 
 /** One item a pending job stands for in the list of due work: itself (`ahead` 0) or a later link of its chain. */
 export interface ChainedItem {
@@ -34,7 +40,7 @@ export interface ChainedItem {
 export interface JobKind<P = unknown> {
   run: JobHandler<P>;
   /** The items the pending job stands for, itself first; `GET /_sandbox/clock/due` lists them all. */
-  upcoming(job: Job<P>): ChainedItem[];
+  upcoming(job: Job<P>): Promise<ChainedItem[]>;
 }
 
 /** A job to add: what it is about, when it falls due, and `now`, when it is added. */
@@ -60,7 +66,7 @@ export interface RanJob {
 export interface DueItem {
   dueAt: number;
   order: number;
-  run(): RanJob | Promise<RanJob>;
+  run(): Promise<RanJob>;
 }
 
 /** An item of due work that has not run yet, as the clock's controls list it. */
@@ -76,14 +82,14 @@ export interface UpcomingItem {
 /** Due work a module keeps in its own table. */
 export interface DueQueue {
   /** Every account with work queued, and its earliest due instant (the background timer plans from it). */
-  earliestDue(): Iterable<{ accountId: string; dueAt: number }>;
+  earliestDue(): Promise<Iterable<{ accountId: string; dueAt: number }>>;
   /** The account's earliest item due at or before `until`. */
-  nextDue(accountId: string, until: number): DueItem | undefined;
+  nextDue(accountId: string, until: number): Promise<DueItem | undefined>;
   /**
    * Resolves once the account's work handed off by `run` (a send on the wire) has its outcome
    * written. An advance waits for it, then runs whatever that scheduled within its range.
    */
   settled?(accountId: string): Promise<void>;
   /** The account's first `limit` items not yet run, soonest first (`GET /_sandbox/clock/due`). */
-  upcoming?(accountId: string, limit: number): UpcomingItem[];
+  upcoming?(accountId: string, limit: number): Promise<UpcomingItem[]>;
 }

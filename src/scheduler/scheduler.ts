@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { type ClockState, clockNow } from '../core/clock.js';
-import type { Db } from '../db/database.js';
+import type { Sql } from '../db/sql.js';
 import { AccountBackoff } from './account-backoff.js';
 import { AccountLocks } from './account-locks.js';
 import { JobStore } from './job-store.js';
@@ -26,7 +26,7 @@ import { UnwrittenWrites } from './unwritten-writes.js';
  */
 
 /** Where the scheduler reads each account's clock. */
-export type ClockOf = (accountId: string) => ClockState | undefined;
+export type ClockOf = (accountId: string) => Promise<ClockState | undefined>;
 
 export class Scheduler {
   private readonly store: JobStore;
@@ -39,18 +39,17 @@ export class Scheduler {
   private readonly timer: BackgroundTimer;
 
   constructor(
-    db: Db,
+    private readonly db: Sql,
     private readonly clockOf: ClockOf,
     logger: Logger,
     private readonly realNow: () => number = Date.now,
   ) {
-    this.store = new JobStore(db);
+    this.store = new JobStore();
     this.jobs = new JobQueue({
       db,
       store: this.store,
       logger,
       wakeFor: (accountId, dueAt) => this.wakeFor(accountId, dueAt),
-      retryWrite: (accountId, write, error) => this.retryWrite(accountId, write, error),
     });
     this.queues = [this.jobs];
     this.unwritten = new UnwrittenWrites(logger);
@@ -79,16 +78,17 @@ export class Scheduler {
    * The account's next `limit` items of due work across the queues, soonest first (at equal times, a
    * job before another queue's item, as they run).
    */
-  upcoming(accountId: string, limit: number): UpcomingItem[] {
-    return this.queues
-      .flatMap((queue) => queue.upcoming?.(accountId, limit) ?? [])
+  async upcoming(accountId: string, limit: number): Promise<UpcomingItem[]> {
+    const lists = await Promise.all(this.queues.map((queue) => queue.upcoming?.(accountId, limit) ?? []));
+    return lists
+      .flat()
       .sort((a, b) => a.dueAt - b.dueAt)
       .slice(0, limit);
   }
 
-  /** Deletes every job of the account, pending or finished (an account's reset). */
-  deleteAccount(accountId: string): void {
-    this.store.deleteAccount(accountId);
+  /** Deletes every job of the account, pending or finished (an account's reset), inside `tx`. */
+  deleteAccount(tx: Sql, accountId: string): Promise<void> {
+    return this.store.deleteAccount(tx, accountId);
   }
 
   /**
@@ -98,41 +98,42 @@ export class Scheduler {
    * Writes still unwritten when the scheduler stops are lost (an undelivered webhook attempt stays
    * `sending` and is sent again at the next start).
    */
-  retryWrite(accountId: string, write: () => void, error: unknown): void {
+  retryWrite(accountId: string, write: () => Promise<void>, error: unknown): void {
     this.unwritten.add(accountId, write);
     this.backoff.failed(accountId, error);
   }
 
-  /** Adds a job; call inside the transaction of the change that causes it. */
-  schedule<P>(job: NewJob<P>): string {
-    return this.jobs.schedule(job);
+  /** Adds a job, inside `tx`, the transaction of the change that causes it. */
+  schedule<P>(tx: Sql, job: NewJob<P>): Promise<string> {
+    return this.jobs.schedule(tx, job);
   }
 
   /** Adds the first job of a chain of `length` items (see `JobQueue.startChain`). */
-  startChain<P>(job: NewJob<P>, length: number): Job<P> {
-    return this.jobs.startChain(job, length);
+  startChain<P>(tx: Sql, job: NewJob<P>, length: number): Promise<Job<P>> {
+    return this.jobs.startChain(tx, job, length);
   }
 
   /** Adds the item `ahead` places after `from` in its chain (see `JobQueue.continueChain`). */
   continueChain<P>(
+    tx: Sql,
     from: Pick<Job, 'id' | 'seq' | 'accountId' | 'kind' | 'subject'>,
     ahead: number,
     next: { payload: P; dueAt: number; now: number },
-  ): Job<P> {
-    return this.jobs.continueChain(from, ahead, next);
+  ): Promise<Job<P>> {
+    return this.jobs.continueChain(tx, from, ahead, next);
   }
 
   /** Drops the pending jobs of a kind about a subject (a voided label's scenario, say). */
-  cancel(kind: string, subject: string, at: number): void {
-    this.jobs.cancel(kind, subject, at);
+  cancel(tx: Sql, kind: string, subject: string, at: number): Promise<void> {
+    return this.jobs.cancel(tx, kind, subject, at);
   }
 
-  cancelJob(id: string, at: number): void {
-    this.jobs.cancelJob(id, at);
+  cancelJob(tx: Sql, id: string, at: number): Promise<void> {
+    return this.jobs.cancelJob(tx, id, at);
   }
 
-  pending<P>(kind: string, subject: string): Job<P>[] {
-    return this.jobs.pending<P>(kind, subject);
+  pending<P>(q: Sql, kind: string, subject: string): Promise<Job<P>[]> {
+    return this.jobs.pending<P>(q, kind, subject);
   }
 
   /**
@@ -143,29 +144,33 @@ export class Scheduler {
    */
   runDue(
     accountId: string,
-    target: number | (() => number),
-    options: { settle?: boolean; afterwards?: () => void } = {},
+    target: number | (() => Promise<number>),
+    options: { settle?: boolean; afterwards?: () => Promise<void> } = {},
   ): Promise<RanJob[]> {
     return this.withAccountLock(accountId, async () => {
       // A function is read once the account's turn has come (a clock advance counts from where the
       // run before it left the clock).
-      const until = typeof target === 'function' ? target() : target;
+      const until = typeof target === 'function' ? await target() : target;
       // An item that fails for a passing reason stays due and ends the run (it would only fail again):
       // the error goes to the caller, a request answers it, the background timer backs off.
-      this.unwritten.writeAll(accountId);
+      await this.unwritten.writeAll(accountId);
       const ran: RanJob[] = [];
       for (;;) {
-        for (let item = this.nextDue(accountId, until); item; item = this.nextDue(accountId, until)) {
+        for (
+          let item = await this.nextDue(accountId, until);
+          item;
+          item = await this.nextDue(accountId, until)
+        ) {
           ran.push(await item.run());
         }
         if (!options.settle) break;
         await Promise.all(this.queues.map((queue) => queue.settled?.(accountId)));
         // Outcomes of those sends that could not be written at once come first.
-        this.unwritten.writeAll(accountId);
-        if (!this.nextDue(accountId, until)) break;
+        await this.unwritten.writeAll(accountId);
+        if (!(await this.nextDue(accountId, until))) break;
       }
-      purgeFinishedIfPossible(this.store, accountId, until);
-      options.afterwards?.();
+      await purgeFinishedIfPossible(this.db, this.store, accountId, until);
+      await options.afterwards?.();
       this.backoff.recovered(accountId);
       return ran;
     });
@@ -180,19 +185,19 @@ export class Scheduler {
   }
 
   /** Deletes the account's jobs that finished more than the retention before `now` (its clock). */
-  purgeFinished(accountId: string, now: number): number {
-    return purgeFinished(this.store, accountId, now);
+  purgeFinished(accountId: string, now: number): Promise<number> {
+    return purgeFinished(this.db, this.store, accountId, now);
   }
 
   /**
-   * Starts the background timer. Jobs left `running` by a crash run again, and everything overdue on
-   * its account's clock runs before the returned promise resolves.
+   * Starts the background timer. Jobs left `running` by a sandbox of an older version run again, and
+   * everything overdue on its account's clock runs before the returned promise resolves.
    */
-  start(): Promise<void> {
-    this.store.resetRunning();
+  async start(): Promise<void> {
+    await this.store.resetRunning(this.db);
     const realNow = this.realNow();
-    purgeEveryAccount(this.store, (accountId) => {
-      const clock = this.clockOf(accountId);
+    await purgeEveryAccount(this.db, this.store, async (accountId) => {
+      const clock = await this.clockOf(accountId);
       return clock && clockNow(clock, realNow);
     });
     return this.timer.start();
@@ -203,7 +208,7 @@ export class Scheduler {
     this.backoff.stop();
     await stopping;
     await this.locks.idle();
-    this.unwritten.lastTry();
+    await this.unwritten.lastTry();
   }
 
   /** Re-plans the timer now: a job or a clock changed. */
@@ -217,19 +222,25 @@ export class Scheduler {
    */
   wakeFor(accountId: string, dueAt: number): void {
     if (!this.timer.running) return;
-    const clock = this.clockOf(accountId);
-    if (!clock) return;
-    const virtualNow = clockNow(clock, this.realNow());
-    if (dueAt > virtualNow && clock.frozen) return;
-    if (dueAt <= virtualNow) this.timer.wake();
-    else this.timer.wakeIn(Math.ceil((dueAt - virtualNow) / clock.speed));
+    // Called inside the transaction that queues the work: the clock is read after it, not within.
+    void this.clockOf(accountId).then(
+      (clock) => {
+        if (!clock) return;
+        const virtualNow = clockNow(clock, this.realNow());
+        if (dueAt > virtualNow && clock.frozen) return;
+        if (dueAt <= virtualNow) this.timer.wake();
+        else this.timer.wakeIn(Math.ceil((dueAt - virtualNow) / clock.speed));
+      },
+      // Unreadable now: the timer plans again within a second anyway.
+      () => undefined,
+    );
   }
 
   /** The earliest item due by `until` across the queues. */
-  private nextDue(accountId: string, until: number): DueItem | undefined {
+  private async nextDue(accountId: string, until: number): Promise<DueItem | undefined> {
     let first: DueItem | undefined;
     for (const queue of this.queues) {
-      const item = queue.nextDue(accountId, until);
+      const item = await queue.nextDue(accountId, until);
       if (item && (!first || item.dueAt < first.dueAt)) first = item;
     }
     return first;
@@ -241,7 +252,7 @@ export class Scheduler {
     const runs: Promise<boolean>[] = [];
     const earliest = new Map<string, number>();
     for (const queue of this.queues) {
-      for (const { accountId, dueAt } of queue.earliestDue()) {
+      for (const { accountId, dueAt } of await queue.earliestDue()) {
         earliest.set(accountId, Math.min(dueAt, earliest.get(accountId) ?? dueAt));
       }
     }
@@ -251,7 +262,7 @@ export class Scheduler {
     for (const [accountId, dueAt] of earliest) {
       // Resting after a failure: its rest's end wakes the timer.
       if (this.backoff.resting(accountId)) continue;
-      const clock = this.clockOf(accountId);
+      const clock = await this.clockOf(accountId);
       if (!clock) continue;
       const now = clockNow(clock, realNow);
       if (dueAt <= now) {

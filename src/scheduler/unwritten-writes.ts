@@ -7,11 +7,11 @@ import { isPassingStorageFailure } from '../core/storage-errors.js';
  * fails for any other reason is logged and dropped.
  */
 export class UnwrittenWrites {
-  private readonly writes = new Map<string, (() => void)[]>();
+  private readonly writes = new Map<string, (() => Promise<void>)[]>();
 
   constructor(private readonly logger: Logger) {}
 
-  add(accountId: string, write: () => void): void {
+  add(accountId: string, write: () => Promise<void>): void {
     const writes = this.writes.get(accountId);
     if (writes) writes.push(write);
     else this.writes.set(accountId, [write]);
@@ -23,11 +23,11 @@ export class UnwrittenWrites {
   }
 
   /** Writes the account's writes in order; one that still fails for a passing reason stops there and throws. */
-  writeAll(accountId: string): void {
+  async writeAll(accountId: string): Promise<void> {
     const writes = this.writes.get(accountId);
     while (writes?.length) {
       try {
-        (writes[0] as () => void)();
+        await (writes[0] as () => Promise<void>)();
       } catch (error) {
         if (isPassingStorageFailure(error)) throw error;
         this.logger.error({ err: error, account: accountId }, 'dropped a write that cannot succeed');
@@ -38,11 +38,11 @@ export class UnwrittenWrites {
   }
 
   /** One last try for every write still waiting, as the scheduler stops; what fails now is lost with the process. */
-  lastTry(): void {
+  async lastTry(): Promise<void> {
     let lost = 0;
     for (const accountId of [...this.writes.keys()]) {
       try {
-        this.writeAll(accountId);
+        await this.writeAll(accountId);
       } catch {
         lost += this.writes.get(accountId)?.length ?? 0;
       }

@@ -82,7 +82,7 @@ export function shipmentControlRoutes(shipments: ShipmentService) {
         ...controlErrors(...CREATE_ERRORS),
       },
     }),
-    (c) => sendJsonText(c, shipments.create(c.get('caller'), c.req.valid('json')), 201),
+    async (c) => sendJsonText(c, await shipments.create(c.get('caller'), c.req.valid('json')), 201),
   );
 
   router.openapi(
@@ -101,7 +101,7 @@ export function shipmentControlRoutes(shipments: ShipmentService) {
         ...controlErrors(...CANCEL_ERRORS),
       },
     }),
-    (c) => sendJsonText(c, shipments.cancel(c.get('caller'), c.req.valid('param').id), 200),
+    async (c) => sendJsonText(c, await shipments.cancel(c.get('caller'), c.req.valid('param').id), 200),
   );
 
   return router;

@@ -117,7 +117,8 @@ const SQL = {
     postgres: 'SELECT * FROM shipments WHERE id = ? AND account_id = ? FOR UPDATE',
   },
   selectBodyById: 'SELECT body FROM shipments WHERE id = ? AND account_id = ?',
-  updateStatus: 'UPDATE shipments SET status = @status, cancelled_at = @cancelledAt, body = @body WHERE seq = @seq',
+  updateStatus:
+    'UPDATE shipments SET status = @status, cancelled_at = @cancelledAt, body = @body WHERE seq = @seq',
   updateLabel:
     'UPDATE shipments SET status = @status, tracking_number = @trackingNumber, body = @body WHERE seq = @seq',
   deleteAccount: `DELETE FROM shipments WHERE account_key = ${accountKeyOf('?')}`,
@@ -170,7 +171,10 @@ export class ShipmentStore {
    * Stores a new shipment. Answers the record and its JSON text, serialised once: the answer to its
    * creation and its event's `data`.
    */
-  async insert(tx: Sql, shipment: NewShipment): Promise<{ record: ShipmentRecord; json: JsonText<Shipment> }> {
+  async insert(
+    tx: Sql,
+    shipment: NewShipment,
+  ): Promise<{ record: ShipmentRecord; json: JsonText<Shipment> }> {
     const unstored = {
       ...shipment,
       reference: wellFormed(shipment.reference),
@@ -283,7 +287,12 @@ export class ShipmentStore {
    * with it, newest first. Each way of matching reads its own index and at most `SEARCH_SCAN` rows, so
    * a prefix that matches much of a large account costs a bounded read.
    */
-  async search(accountId: string, q: string, status: ShipmentStatus | undefined, limit: number): Promise<string[]> {
+  async search(
+    accountId: string,
+    q: string,
+    status: ShipmentStatus | undefined,
+    limit: number,
+  ): Promise<string[]> {
     const bodies = await this.db.column<string>(SQL.search, {
       accountId,
       q,

@@ -1,7 +1,7 @@
 import type { Actor } from '../core/actor.js';
 import { ApiError, notFound } from '../core/errors.js';
 import { formatTimestamp } from '../core/time.js';
-import { type Db, transaction } from '../db/database.js';
+import type { Sql } from '../db/sql.js';
 import type { LabelRecord, LabelStore } from '../labels/store.js';
 import type { ScenarioCatalog } from '../scenarios/catalog.js';
 import type { Scenario } from '../scenarios/files.js';
@@ -16,7 +16,7 @@ import type { TrackingStore } from './store.js';
 import { defaultDescription, isTrackable, pathBetween, TERMINAL } from './transitions.js';
 
 export interface TrackingControlsDeps {
-  db: Db;
+  db: Sql;
   store: TrackingStore;
   labels: LabelStore;
   shipments: ShipmentStore;
@@ -34,8 +34,8 @@ export class TrackingControls {
   constructor(private readonly deps: TrackingControlsDeps) {}
 
   /** The label with this tracking number, in the caller's account. */
-  labelByTrackingNumber(actor: Actor, trackingNumber: string): LabelRecord {
-    const label = this.deps.labels.findByTrackingNumber(trackingNumber);
+  async labelByTrackingNumber(actor: Actor, trackingNumber: string): Promise<LabelRecord> {
+    const label = await this.deps.labels.findByTrackingNumber(this.deps.db, trackingNumber);
     if (!label || label.accountId !== actor.accountId) {
       throw new ApiError(
         404,
@@ -47,11 +47,14 @@ export class TrackingControls {
   }
 
   /** The shipment's current label, which the tracking controls act on. */
-  activeLabelOf(actor: Actor, shipmentId: string): LabelRecord {
-    const shipment = this.deps.shipments.find(actor.accountId, shipmentId);
+  async activeLabelOf(actor: Actor, shipmentId: string): Promise<LabelRecord> {
+    const { db } = this.deps;
+    const shipment = await this.deps.shipments.find(db, actor.accountId, shipmentId);
     if (!shipment) throw notFound('shipment', shipmentId);
     const label =
-      shipment.labelId === null ? undefined : this.deps.labels.find(actor.accountId, shipment.labelId);
+      shipment.labelId === null
+        ? undefined
+        : await this.deps.labels.find(db, actor.accountId, shipment.labelId);
     if (!label) {
       throw new ApiError(
         422,
@@ -65,9 +68,9 @@ export class TrackingControls {
   /** `POST /_sandbox/…/scenario`: drops the label's pending steps and plays another scenario from now. */
   switchScenario(actor: Actor, label: LabelRecord, name: string) {
     const scenario = this.deps.scenarios.find(name);
-    return transaction(this.deps.db, () => {
-      const shipment = this.assertTrackable(actor, label);
-      const steps = this.deps.steps.startScenario(actor, label, shipment, scenario);
+    return this.deps.db.transaction(async (tx) => {
+      const shipment = await this.assertTrackable(tx, actor, label);
+      const steps = await this.deps.steps.startScenario(tx, actor, label, shipment, scenario);
       return {
         shipment_id: shipment.id,
         tracking_number: label.trackingNumber,
@@ -83,27 +86,27 @@ export class TrackingControls {
    * rest of the scenario goes on afterwards; otherwise the intermediate statuses are made up and the
    * scenario stops (it no longer describes the parcel). Terminal statuses end the scenario either way.
    */
-  advance(actor: Actor, label: LabelRecord, target: TrackingStatus): TrackingRecord {
+  advance(actor: Actor, label: LabelRecord, target: TrackingStatus): Promise<TrackingRecord> {
     const { db, scheduler, planner } = this.deps;
-    return transaction(db, () => {
-      const shipment = this.assertTrackable(actor, label);
-      const before = this.present(label);
+    return db.transaction(async (tx) => {
+      const shipment = await this.assertTrackable(tx, actor, label);
+      const before = await this.present(tx, label);
       const current = before.status;
-      const pending = planner.pendingSteps(label, shipment);
+      const pending = await planner.pendingSteps(tx, label, shipment);
       const reach = pending.findIndex((step) => step.status === target);
 
       let steps: { status: TrackingStatus; description: string; location: string }[];
       if (reach >= 0) {
         steps = pending.slice(0, reach + 1).map(eventOf);
         const played = new Set(pending.slice(0, reach + 1).map((step) => step.job));
-        for (const job of played) scheduler.cancelJob(job.id, actor.now);
+        for (const job of played) await scheduler.cancelJob(tx, job.id, actor.now);
         if (TERMINAL.has(target)) {
-          scheduler.cancel(TRACKING_STEP, label.id, actor.now);
+          await scheduler.cancel(tx, TRACKING_STEP, label.id, actor.now);
         } else {
           // The rest of a chain whose pending job was played goes on from its next step.
           const rest = pending[reach + 1];
           if (rest && played.has(rest.job) && isChain(rest.job.payload)) {
-            scheduler.continueChain<ChainPayload>(rest.job, rest.ahead, {
+            await scheduler.continueChain<ChainPayload>(tx, rest.job, rest.ahead, {
               payload: { ...rest.job.payload, index: rest.index },
               dueAt: rest.dueAt,
               now: rest.job.payload.startedAt,
@@ -129,13 +132,15 @@ export class TrackingControls {
         };
         // From where the parcel is now, worded for what it has been through (not from the sender's door).
         steps = planner.timelineFor(label, shipment, forced, actor.now, undefined, before.events[0]);
-        scheduler.cancel(TRACKING_STEP, label.id, actor.now);
+        await scheduler.cancel(tx, TRACKING_STEP, label.id, actor.now);
       }
       let latest = label;
       for (const step of steps) {
-        latest = this.deps.steps.applyEvent(actor, label.id, { ...step, occurredAt: actor.now }) ?? latest;
+        latest =
+          (await this.deps.steps.applyEvent(tx, actor, label.id, { ...step, occurredAt: actor.now })) ??
+          latest;
       }
-      return this.present(latest);
+      return this.present(tx, latest);
     });
   }
 
@@ -143,12 +148,13 @@ export class TrackingControls {
    * `GET /_sandbox/shipments/:id/tracking`: the parcel as QA sees it: its record, the scenario it plays
    * and the steps still to come, and the statuses `advance` would accept now.
    */
-  overview(actor: Actor, shipmentId: string) {
-    const label = this.activeLabelOf(actor, shipmentId);
-    const shipment = this.deps.shipments.find(actor.accountId, label.shipmentId);
-    const record = this.present(label);
+  async overview(actor: Actor, shipmentId: string) {
+    const { db } = this.deps;
+    const label = await this.activeLabelOf(actor, shipmentId);
+    const shipment = await this.deps.shipments.find(db, actor.accountId, label.shipmentId);
+    const record = await this.present(db, label);
     const trackable = shipment !== undefined && isTrackable(label, shipment);
-    const pending = trackable ? this.deps.planner.pendingSteps(label, shipment) : [];
+    const pending = trackable ? await this.deps.planner.pendingSteps(db, label, shipment) : [];
     return {
       shipment_id: shipmentId,
       label_id: label.id,
@@ -176,27 +182,28 @@ export class TrackingControls {
     actor: Actor,
     label: LabelRecord,
     event: { status: TrackingStatus; description?: string | undefined; location?: string | undefined },
-  ): TrackingRecord {
-    return transaction(this.deps.db, () => {
-      const shipment = this.assertTrackable(actor, label);
-      const latest = this.deps.store.events(label.id)[0];
-      const applied = this.deps.steps.applyEvent(actor, label.id, {
+  ): Promise<TrackingRecord> {
+    return this.deps.db.transaction(async (tx) => {
+      const shipment = await this.assertTrackable(tx, actor, label);
+      const latest = (await this.deps.store.events(tx, label.id))[0];
+      const applied = await this.deps.steps.applyEvent(tx, actor, label.id, {
         status: event.status,
         description: event.description ?? defaultDescription(event.status),
         location: event.location ?? latest?.location ?? `${shipment.from.city}, ${shipment.from.country}`,
         occurredAt: actor.now,
       });
-      if (TERMINAL.has(event.status)) this.deps.scheduler.cancel(TRACKING_STEP, label.id, actor.now);
-      return this.present(applied ?? label);
+      if (TERMINAL.has(event.status))
+        await this.deps.scheduler.cancel(tx, TRACKING_STEP, label.id, actor.now);
+      return this.present(tx, applied ?? label);
     });
   }
 
-  private present(label: LabelRecord): TrackingRecord {
-    return presentTracking(label, this.deps.store.events(label.id));
+  private async present(q: Sql, label: LabelRecord): Promise<TrackingRecord> {
+    return presentTracking(label, await this.deps.store.events(q, label.id));
   }
 
-  private assertTrackable(actor: Actor, label: LabelRecord): ShipmentRecord {
-    const shipment = this.deps.shipments.find(actor.accountId, label.shipmentId);
+  private async assertTrackable(tx: Sql, actor: Actor, label: LabelRecord): Promise<ShipmentRecord> {
+    const shipment = await this.deps.shipments.findForUpdate(tx, actor.accountId, label.shipmentId);
     if (!shipment) throw notFound('shipment', label.shipmentId);
     if (!isTrackable(label, shipment)) {
       throw new ApiError(

@@ -18,8 +18,8 @@ export function trackingModule(settings: { seed: string }): SandboxModule {
   return {
     name: 'tracking',
     migrations: TRACKING_MIGRATIONS,
-    build({ db, scheduler, logger, ports, provide }) {
-      const store = new TrackingStore(db);
+    async build({ db, scheduler, logger, ports, provide }) {
+      const store = new TrackingStore();
       const service = new TrackingService({
         db,
         store,
@@ -28,20 +28,21 @@ export function trackingModule(settings: { seed: string }): SandboxModule {
         events: ports.events.store,
         scheduler,
         scenarios: ports.scenarios.catalog,
-        defaultScenarioOf: (accountId) => ports.accounts.service.defaultScenarioOf(accountId),
+        defaultScenarioOf: (q, accountId) => ports.accounts.service.defaultScenarioOf(q, accountId),
         seed: settings.seed,
         logger,
       });
+      await service.start();
       provide('tracking', { service, store });
       const step: JobKind<TrackingJobPayload> = {
-        run: (job) => service.runScheduledStep(job),
+        run: (tx, job) => service.runScheduledStep(tx, job),
         upcoming: (job) => service.upcomingOf(job),
       };
       return {
         api: trackingRoutes(service),
         controls: trackingControlRoutes(service),
         jobs: { [TRACKING_STEP]: step as JobKind },
-        reset: (accountId) => store.deleteAccount(accountId),
+        reset: (tx, accountId) => store.deleteAccount(tx, accountId),
       };
     },
   };

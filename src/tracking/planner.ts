@@ -1,5 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import { snakeCaseKeys } from '../core/json.js';
+import type { Sql } from '../db/sql.js';
 import type { LabelRecord, LabelStore } from '../labels/store.js';
 import type { ScenarioCatalog } from '../scenarios/catalog.js';
 import type { Scenario } from '../scenarios/files.js';
@@ -24,6 +25,7 @@ export interface PendingStep {
 }
 
 export interface TrackingPlannerDeps {
+  db: Sql;
   store: TrackingStore;
   labels: LabelStore;
   shipments: ShipmentStore;
@@ -39,7 +41,7 @@ export interface TrackingPlannerDeps {
  * pending jobs stand for.
  */
 export class TrackingPlanner {
-  /** Each scenario's plan with this server's seed, stored at start (never in a transaction that may roll back). */
+  /** Each scenario's plan with this server's seed, stored at start (`start`), never in a transaction that may roll back. */
   private readonly planIds = new Map<Scenario, number>();
   /** Plans by id, read once each (those of earlier runs included). */
   private readonly plans = new Map<number, TrackingPlan>();
@@ -49,10 +51,13 @@ export class TrackingPlanner {
    */
   private readonly timelines = new LRUCache<string, TimelineStep[]>({ max: 2048 });
 
-  constructor(private readonly deps: TrackingPlannerDeps) {
-    for (const scenario of deps.scenarios.all()) {
-      const plan = { seed: deps.seed, scenario };
-      const id = deps.store.planIdOf(plan);
+  constructor(private readonly deps: TrackingPlannerDeps) {}
+
+  /** Stores each scenario's plan with this server's seed (those stored before are found). */
+  async start(): Promise<void> {
+    for (const scenario of this.deps.scenarios.all()) {
+      const plan = { seed: this.deps.seed, scenario };
+      const id = await this.deps.store.planIdOf(this.deps.db, plan);
       this.planIds.set(scenario, id);
       this.plans.set(id, plan);
     }
@@ -90,14 +95,15 @@ export class TrackingPlanner {
   }
 
   /** The whole timeline a chain's steps come from, as it was planned when its scenario started. */
-  chainTimeline(
+  async chainTimeline(
+    q: Sql,
     payload: ChainPayload,
     label: LabelRecord,
     shipment: ShipmentRecord,
-  ): { scenario: Scenario; timeline: TimelineStep[] } | undefined {
+  ): Promise<{ scenario: Scenario; timeline: TimelineStep[] } | undefined> {
     let plan = this.plans.get(payload.plan);
     if (!plan) {
-      plan = this.deps.store.plan(payload.plan);
+      plan = await this.deps.store.plan(q, payload.plan);
       if (!plan) return undefined;
       this.plans.set(payload.plan, plan);
     }
@@ -111,19 +117,23 @@ export class TrackingPlanner {
   }
 
   /** The label's steps still to come, soonest first (at equal times, in the order they will run). */
-  pendingSteps(label: LabelRecord, shipment: ShipmentRecord | undefined): PendingStep[] {
-    return this.deps.scheduler
-      .pending<TrackingJobPayload>(TRACKING_STEP, label.id)
-      .flatMap((job) => this.stepsOf(job, label, shipment))
-      .sort((a, b) => a.dueAt - b.dueAt || a.job.seq + a.ahead - (b.job.seq + b.ahead));
+  async pendingSteps(
+    q: Sql,
+    label: LabelRecord,
+    shipment: ShipmentRecord | undefined,
+  ): Promise<PendingStep[]> {
+    const jobs = await this.deps.scheduler.pending<TrackingJobPayload>(q, TRACKING_STEP, label.id);
+    const steps = await Promise.all(jobs.map((job) => this.stepsOf(q, job, label, shipment)));
+    return steps.flat().sort((a, b) => a.dueAt - b.dueAt || a.job.seq + a.ahead - (b.job.seq + b.ahead));
   }
 
   /** `GET /_sandbox/clock/due`: every step a pending job stands for, in the words of a step's payload. */
-  upcomingOf(job: Job<TrackingJobPayload>): ChainedItem[] {
+  async upcomingOf(job: Job<TrackingJobPayload>): Promise<ChainedItem[]> {
     if (!isChain(job.payload)) return [{ ahead: 0, dueAt: job.dueAt, detail: snakeCaseKeys(job.payload) }];
-    const label = this.deps.labels.find(job.accountId, job.subject);
-    const shipment = label && this.deps.shipments.find(job.accountId, label.shipmentId);
-    const steps = this.stepsOf(job, label, shipment);
+    const { db } = this.deps;
+    const label = await this.deps.labels.find(db, job.accountId, job.subject);
+    const shipment = label && (await this.deps.shipments.find(db, job.accountId, label.shipmentId));
+    const steps = await this.stepsOf(db, job, label, shipment);
     if (steps.length === 0) {
       return [{ ahead: 0, dueAt: job.dueAt, detail: { label_id: job.subject, index: job.payload.index } }];
     }
@@ -142,14 +152,15 @@ export class TrackingPlanner {
   }
 
   /** The steps a pending job stands for: its own, and for a chain every later one. */
-  private stepsOf(
+  private async stepsOf(
+    q: Sql,
     job: Job<TrackingJobPayload>,
     label: LabelRecord | undefined,
     shipment: ShipmentRecord | undefined,
-  ): PendingStep[] {
+  ): Promise<PendingStep[]> {
     const { payload } = job;
     if (!isChain(payload)) return [{ job, ahead: 0, ...payload, dueAt: job.dueAt }];
-    const planned = label && shipment && this.chainTimeline(payload, label, shipment);
+    const planned = label && shipment && (await this.chainTimeline(q, payload, label, shipment));
     if (!planned) return [];
     return planned.timeline.slice(payload.index).map((step, ahead) => ({
       job,

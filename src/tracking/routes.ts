@@ -21,7 +21,7 @@ export function trackingRoutes(tracking: TrackingService) {
         ...apiErrors(...ErrorCodes.lookup),
       },
     }),
-    (c) => c.json(tracking.get(c.get('caller'), c.req.valid('param').tracking_number), 200),
+    async (c) => c.json(await tracking.get(c.get('caller'), c.req.valid('param').tracking_number), 200),
   );
   return router;
 }

@@ -136,10 +136,10 @@ export function trackingControlRoutes(tracking: TrackingService) {
           ...controlErrors(...LEVER_ERRORS),
         },
       }),
-      (c) => {
+      async (c) => {
         const actor = c.get('caller');
-        const label = find(actor, c.req.valid('param') as Record<string, string>);
-        return c.json(tracking.switchScenario(actor, label, c.req.valid('json').name), 200);
+        const label = await find(actor, c.req.valid('param') as Record<string, string>);
+        return c.json(await tracking.switchScenario(actor, label, c.req.valid('json').name), 200);
       },
     );
 
@@ -158,10 +158,10 @@ export function trackingControlRoutes(tracking: TrackingService) {
           ...controlErrors(...LEVER_ERRORS, 'invalid_transition'),
         },
       }),
-      (c) => {
+      async (c) => {
         const actor = c.get('caller');
-        const label = find(actor, c.req.valid('param') as Record<string, string>);
-        return c.json(tracking.advance(actor, label, c.req.valid('json').status), 200);
+        const label = await find(actor, c.req.valid('param') as Record<string, string>);
+        return c.json(await tracking.advance(actor, label, c.req.valid('json').status), 200);
       },
     );
 
@@ -180,10 +180,10 @@ export function trackingControlRoutes(tracking: TrackingService) {
           ...controlErrors(...LEVER_ERRORS),
         },
       }),
-      (c) => {
+      async (c) => {
         const actor = c.get('caller');
-        const label = find(actor, c.req.valid('param') as Record<string, string>);
-        return c.json(tracking.appendCustomEvent(actor, label, c.req.valid('json')), 201);
+        const label = await find(actor, c.req.valid('param') as Record<string, string>);
+        return c.json(await tracking.appendCustomEvent(actor, label, c.req.valid('json')), 201);
       },
     );
   }
@@ -205,7 +205,7 @@ export function trackingControlRoutes(tracking: TrackingService) {
         ...controlErrors(...ErrorCodes.lookup, 'no_active_label'),
       },
     }),
-    (c) => c.json(tracking.overview(c.get('caller'), c.req.valid('param').id), 200),
+    async (c) => c.json(await tracking.overview(c.get('caller'), c.req.valid('param').id), 200),
   );
 
   return router;

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Actor } from '../core/actor.js';
-import type { Db } from '../db/database.js';
+import type { Sql } from '../db/sql.js';
 import type { EventStore } from '../events/store.js';
 import type { LabelRecord, LabelStore } from '../labels/store.js';
 import type { ScenarioCatalog } from '../scenarios/catalog.js';
@@ -17,15 +17,15 @@ import { TrackingSteps } from './steps.js';
 import type { TrackingStore } from './store.js';
 
 export interface TrackingServiceDeps {
-  db: Db;
+  db: Sql;
   store: TrackingStore;
   labels: LabelStore;
   shipments: ShipmentStore;
   events: EventStore;
   scheduler: Scheduler;
   scenarios: ScenarioCatalog;
-  /** The scenario an account's new labels play. */
-  defaultScenarioOf: (accountId: string) => string;
+  /** The scenario an account's new labels play (read through `q`, the label's transaction). */
+  defaultScenarioOf: (q: Sql, accountId: string) => Promise<string>;
   /** `--seed`: the same seed gives the same journeys. */
   seed: string;
   logger: Logger;
@@ -48,51 +48,56 @@ export class TrackingService {
     this.controls = new TrackingControls({ ...deps, planner: this.planner, steps: this.steps });
   }
 
-  /** A new label starts its account's default scenario (inside the label's transaction). */
-  startDefault(actor: Actor, label: LabelRecord, shipment: ShipmentRecord): void {
-    const name = this.deps.defaultScenarioOf(actor.accountId);
+  /** Stores each scenario's plan with this server's seed, before the first label needs one. */
+  start(): Promise<void> {
+    return this.planner.start();
+  }
+
+  /** A new label starts its account's default scenario (inside the label's transaction, `tx`). */
+  async startDefault(tx: Sql, actor: Actor, label: LabelRecord, shipment: ShipmentRecord): Promise<void> {
+    const name = await this.deps.defaultScenarioOf(tx, actor.accountId);
     const scenario = this.deps.scenarios.forNewLabel(name);
     if (scenario.name !== name)
       this.deps.logger.warn(
         { accountId: actor.accountId, scenario: name },
         'default scenario missing; playing standard',
       );
-    this.steps.startScenario(actor, label, shipment, scenario);
+    await this.steps.startScenario(tx, actor, label, shipment, scenario);
   }
 
-  /** A voided label's parcel does nothing more. */
-  stop(actor: Actor, labelId: string): void {
-    this.deps.scheduler.cancel(TRACKING_STEP, labelId, actor.now);
+  /** A voided label's parcel does nothing more (inside the void's transaction, `tx`). */
+  stop(tx: Sql, actor: Actor, labelId: string): Promise<void> {
+    return this.deps.scheduler.cancel(tx, TRACKING_STEP, labelId, actor.now);
   }
 
   /** The scheduler's handler: a label's next scenario step falls due. */
-  runScheduledStep(job: Job<TrackingJobPayload>) {
-    return this.steps.runScheduledStep(job);
+  runScheduledStep(tx: Sql, job: Job<TrackingJobPayload>) {
+    return this.steps.runScheduledStep(tx, job);
   }
 
   /** `GET /_sandbox/clock/due`: every step a pending job stands for. */
-  upcomingOf(job: Job<TrackingJobPayload>): ChainedItem[] {
+  upcomingOf(job: Job<TrackingJobPayload>): Promise<ChainedItem[]> {
     return this.planner.upcomingOf(job);
   }
 
-  present(label: LabelRecord): TrackingRecord {
-    return presentTracking(label, this.deps.store.events(label.id));
+  async present(label: LabelRecord): Promise<TrackingRecord> {
+    return presentTracking(label, await this.deps.store.events(this.deps.db, label.id));
   }
 
   /** `GET /tracking/:n`: a magic number for anyone, else a label of the caller's account. */
-  get(actor: Actor, trackingNumber: string): TrackingRecord {
+  async get(actor: Actor, trackingNumber: string): Promise<TrackingRecord> {
     const magic =
       findMagicTrackingNumber(trackingNumber) &&
       magicTimeline(trackingNumber, this.deps.scenarios.map, this.deps.seed);
     if (magic) return presentMagicTracking(trackingNumber, magic);
-    return this.present(this.controls.labelByTrackingNumber(actor, trackingNumber));
+    return this.present(await this.controls.labelByTrackingNumber(actor, trackingNumber));
   }
 
-  labelByTrackingNumber(actor: Actor, trackingNumber: string): LabelRecord {
+  labelByTrackingNumber(actor: Actor, trackingNumber: string): Promise<LabelRecord> {
     return this.controls.labelByTrackingNumber(actor, trackingNumber);
   }
 
-  activeLabelOf(actor: Actor, shipmentId: string): LabelRecord {
+  activeLabelOf(actor: Actor, shipmentId: string): Promise<LabelRecord> {
     return this.controls.activeLabelOf(actor, shipmentId);
   }
 
@@ -100,7 +105,7 @@ export class TrackingService {
     return this.controls.switchScenario(actor, label, name);
   }
 
-  advance(actor: Actor, label: LabelRecord, target: TrackingStatus): TrackingRecord {
+  advance(actor: Actor, label: LabelRecord, target: TrackingStatus): Promise<TrackingRecord> {
     return this.controls.advance(actor, label, target);
   }
 
@@ -112,7 +117,7 @@ export class TrackingService {
     actor: Actor,
     label: LabelRecord,
     event: { status: TrackingStatus; description?: string | undefined; location?: string | undefined },
-  ): TrackingRecord {
+  ): Promise<TrackingRecord> {
     return this.controls.appendCustomEvent(actor, label, event);
   }
 }

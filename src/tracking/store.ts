@@ -1,4 +1,4 @@
-import type { Db } from '../db/database.js';
+import type { Sql } from '../db/sql.js';
 import type { Scenario } from '../scenarios/files.js';
 import type { TrackingStatus } from '../scenarios/vocabulary.js';
 
@@ -9,12 +9,6 @@ export interface TrackingEventRecord {
   occurredAt: number;
 }
 
-/** What a label's scenario steps are planned from, besides the label itself: the seed and the scenario. */
-export interface TrackingPlan {
-  seed: string;
-  scenario: Scenario;
-}
-
 /**
  * A label's tracking events (the `tracking_events` table), and the plans its pending steps are
  * derived from (`tracking_plans`, each stored once). A label keeps only its next step as a job, which
@@ -23,47 +17,19 @@ export interface TrackingPlan {
  * file changes no journey under way.
  */
 export class TrackingStore {
-  private readonly insertEvent;
-  private readonly selectEvents;
-  private readonly countEvents;
-  private readonly deleteAccountStatement;
-  private readonly findPlanStatement;
-  private readonly insertPlanStatement;
-  private readonly selectPlanStatement;
-
-  constructor(db: Db) {
-    this.insertEvent = db.prepare(
-      `INSERT INTO tracking_events (account_id, label_id, status, description, location, occurred_at)
-       VALUES (@accountId, @labelId, @status, @description, @location, @occurredAt)`,
-    );
-    this.selectEvents = db.prepare<
-      [string],
-      { status: TrackingStatus; description: string; location: string; occurred_at: number }
-    >(
-      // By time: a step that runs late (its account busy, the scheduler catching up) still takes its own place.
-      `SELECT status, description, location, occurred_at FROM tracking_events WHERE label_id = ?
-       ORDER BY occurred_at DESC, seq DESC`,
-    );
-    this.countEvents = db.prepare<[string], { n: number }>(
-      'SELECT count(*) AS n FROM tracking_events WHERE label_id = ?',
-    );
-    this.deleteAccountStatement = db.prepare('DELETE FROM tracking_events WHERE account_id = ?');
-    this.findPlanStatement = db
-      .prepare<[string, string], number>('SELECT id FROM tracking_plans WHERE seed = ? AND scenario = ?')
-      .pluck();
-    this.insertPlanStatement = db.prepare('INSERT INTO tracking_plans (seed, scenario) VALUES (?, ?)');
-    this.selectPlanStatement = db.prepare<[number], { seed: string; scenario: string }>(
-      'SELECT seed, scenario FROM tracking_plans WHERE id = ?',
-    );
-  }
-
-  append(accountId: string, labelId: string, event: TrackingEventRecord): void {
-    this.insertEvent.run({ accountId, labelId, ...event });
+  async append(tx: Sql, accountId: string, labelId: string, event: TrackingEventRecord): Promise<void> {
+    await tx.run(SQL.insertEvent, { accountId, labelId, ...event });
   }
 
   /** Newest first: by occurred_at, then by the order they were recorded in. */
-  events(labelId: string): TrackingEventRecord[] {
-    return this.selectEvents.all(labelId).map((row) => ({
+  async events(q: Sql, labelId: string): Promise<TrackingEventRecord[]> {
+    const rows = await q.all<{
+      status: TrackingStatus;
+      description: string;
+      location: string;
+      occurred_at: number;
+    }>(SQL.selectEvents, [labelId]);
+    return rows.map((row) => ({
       status: row.status,
       description: row.description,
       location: row.location,
@@ -71,28 +37,42 @@ export class TrackingStore {
     }));
   }
 
-  hasEvents(labelId: string): boolean {
-    return (this.countEvents.get(labelId)?.n ?? 0) > 0;
+  async hasEvents(q: Sql, labelId: string): Promise<boolean> {
+    return (await q.get(SQL.anyEvent, [labelId])) !== undefined;
   }
 
-  deleteAccount(accountId: string): void {
-    this.deleteAccountStatement.run(accountId);
+  async deleteAccount(tx: Sql, accountId: string): Promise<void> {
+    await tx.run(SQL.deleteAccount, [accountId]);
   }
 
-  /** The plan's id, stored now if it is new. Plans belong to no account: a reset keeps them. */
-  planIdOf(plan: TrackingPlan): number {
+  /**
+   * The plan's id, stored now if it is new. Plans belong to no account: a reset keeps them. Replicas
+   * starting together may both store one: the unique key keeps the first, and both read it.
+   */
+  async planIdOf(q: Sql, plan: TrackingPlan): Promise<number> {
     const scenario = JSON.stringify(plan.scenario);
-    return (
-      this.findPlanStatement.get(plan.seed, scenario) ??
-      Number(this.insertPlanStatement.run(plan.seed, scenario).lastInsertRowid)
-    );
+    await q.run(SQL.insertPlan, [plan.seed, scenario]);
+    return (await q.value<number>(SQL.findPlan, [plan.seed, scenario])) as number;
   }
 
-  plan(id: number): TrackingPlan | undefined {
-    const row = this.selectPlanStatement.get(id);
+  async plan(q: Sql, id: number): Promise<TrackingPlan | undefined> {
+    const row = await q.get<{ seed: string; scenario: string }>(SQL.selectPlan, [id]);
     return row && { seed: row.seed, scenario: JSON.parse(row.scenario) as Scenario };
   }
 }
+
+const SQL = {
+  insertEvent: `INSERT INTO tracking_events (account_id, label_id, status, description, location, occurred_at)
+    VALUES (@accountId, @labelId, @status, @description, @location, @occurredAt)`,
+  // By time: a step that runs late (its account busy, the scheduler catching up) still takes its own place.
+  selectEvents: `SELECT status, description, location, occurred_at FROM tracking_events WHERE label_id = ?
+    ORDER BY occurred_at DESC, seq DESC`,
+  anyEvent: 'SELECT 1 AS one FROM tracking_events WHERE label_id = ? LIMIT 1',
+  deleteAccount: 'DELETE FROM tracking_events WHERE account_id = ?',
+  findPlan: 'SELECT id FROM tracking_plans WHERE seed = ? AND scenario = ?',
+  insertPlan: 'INSERT INTO tracking_plans (seed, scenario) VALUES (?, ?) ON CONFLICT DO NOTHING',
+  selectPlan: 'SELECT seed, scenario FROM tracking_plans WHERE id = ?',
+};
 
 /** What a label's scenario steps are planned from, besides the label itself: the seed and the scenario. */
 export interface TrackingPlan {

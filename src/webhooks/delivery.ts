@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { newId } from '../core/ids.js';
 import { formatTimestamp } from '../core/time.js';
-import { type Db, transaction } from '../db/database.js';
+import type { Sql } from '../db/sql.js';
 import type { EventType } from '../events/schema.js';
 import type { RecordedEvent } from '../events/store.js';
 import type { DueItem, DueQueue, RanJob, UpcomingItem } from '../scheduler/queue.js';
@@ -25,13 +25,13 @@ export interface SentRequest {
 export const WEBHOOK_ATTEMPT = 'webhook.attempt';
 
 export interface WebhookDeliveryDeps {
-  db: Db;
+  db: Sql;
   store: WebhookStore;
   scheduler: Scheduler;
   /** An event's envelope, byte for byte as first recorded (the events module). */
-  eventBody: (eventId: string) => string | undefined;
-  /** Milliseconds before each retry of the account's deliveries. */
-  retryLadderOf: (accountId: string) => readonly number[];
+  eventBody: (eventId: string) => Promise<string | undefined>;
+  /** Milliseconds before each retry of the account's deliveries (read through `q`). */
+  retryLadderOf: (q: Sql, accountId: string) => Promise<readonly number[]>;
   /** How long a receiver may take to answer, in real time. */
   timeoutMs: number;
   /** Where webhooks may deliver (`--webhook-targets`, `--webhook-allow-host`). */
@@ -42,7 +42,7 @@ export interface WebhookDeliveryDeps {
    * Records a test event with sample data for a probe, inside the probe's transaction, without
    * announcing it to the other webhooks (the events module).
    */
-  recordTestEvent: (accountId: string, type: EventType, now: number) => RecordedEvent;
+  recordTestEvent: (tx: Sql, accountId: string, type: EventType, now: number) => Promise<RecordedEvent>;
   /** The wall clock, for the time each attempt went out (the report shows both clocks). */
   realNow?: () => number;
   logger: Logger;
@@ -67,21 +67,22 @@ export class WebhookDelivery implements DueQueue {
     this.outbox = new WebhookOutbox(deps);
     this.dispatcher = new DeliveryDispatcher({
       ...deps,
-      settle: (attempt, result, sentAt, manual) => this.outbox.settle(attempt, result, sentAt, manual),
+      settle: (tx, attempt, result, sentAt, manual) =>
+        this.outbox.settle(tx, attempt, result, sentAt, manual),
     });
   }
 
-  /** Called inside the event's transaction: one attempt per subscribed active webhook, due now. */
-  fanOut(event: RecordedEvent): void {
-    this.outbox.fanOut(event);
+  /** Called inside the event's transaction, `tx`: one attempt per subscribed active webhook, due now. */
+  fanOut(tx: Sql, event: RecordedEvent): Promise<void> {
+    return this.outbox.fanOut(tx, event);
   }
 
-  earliestDue(): { accountId: string; dueAt: number }[] {
-    return this.deps.store.earliestDue();
+  earliestDue(): Promise<{ accountId: string; dueAt: number }[]> {
+    return this.deps.store.earliestDue(this.deps.db);
   }
 
-  upcoming(accountId: string, limit: number): UpcomingItem[] {
-    return this.deps.store.scheduled(accountId, limit).map((attempt) => ({
+  async upcoming(accountId: string, limit: number): Promise<UpcomingItem[]> {
+    return (await this.deps.store.scheduled(this.deps.db, accountId, limit)).map((attempt) => ({
       id: attempt.id,
       kind: WEBHOOK_ATTEMPT,
       subject: attempt.id,
@@ -95,8 +96,8 @@ export class WebhookDelivery implements DueQueue {
     }));
   }
 
-  nextDue(accountId: string, until: number): DueItem | undefined {
-    const attempt = this.deps.store.nextDue(accountId, until);
+  async nextDue(accountId: string, until: number): Promise<DueItem | undefined> {
+    const attempt = await this.deps.store.nextDue(this.deps.db, accountId, until);
     return attempt && { dueAt: attempt.scheduledAt, order: attempt.seq, run: () => this.start(attempt) };
   }
 
@@ -110,9 +111,9 @@ export class WebhookDelivery implements DueQueue {
    * headers built as `send.ts` builds them, and the event's bytes. Null until the attempt is sent,
    * and for an attempt that sent nothing (a refused destination).
    */
-  sentRequest(attempt: AttemptRecord): SentRequest | null {
-    const sent = this.deps.store.sentRequest(attempt.id);
-    const body = sent && this.deps.eventBody(attempt.eventId);
+  async sentRequest(attempt: AttemptRecord): Promise<SentRequest | null> {
+    const sent = await this.deps.store.sentRequest(this.deps.db, attempt.id);
+    const body = sent && (await this.deps.eventBody(attempt.eventId));
     if (!sent || body === undefined) return null;
     const request = { body, eventId: attempt.eventId, attempt: attempt.attempt };
     return {
@@ -127,17 +128,17 @@ export class WebhookDelivery implements DueQueue {
    * At start: attempts that were on the wire when the process stopped are sent again, but a probe's:
    * whoever asked for it had their answer cut off, so it is not sent to anyone after the fact.
    */
-  resumeInterrupted(): void {
-    const { store, logger } = this.deps;
-    for (const attempt of store.interrupted()) {
+  async resumeInterrupted(): Promise<void> {
+    const { db, store, logger } = this.deps;
+    for (const attempt of await store.interrupted(db)) {
       if (attempt.probe !== null) {
-        store.cancelAttempt(attempt.id, 'a probe cut off by a restart is not sent again');
+        await store.cancelAttempt(db, attempt.id, 'a probe cut off by a restart is not sent again');
         continue;
       }
-      const webhook = store.findById(attempt.webhookId);
+      const webhook = await store.findById(db, attempt.webhookId);
       // A manual redelivery goes out whatever the webhook's status; anything else only to an active one.
       if (!webhook || (webhook.status !== 'active' && !attempt.redelivery)) {
-        store.cancelAttempt(attempt.id, 'the webhook is not active');
+        await store.cancelAttempt(db, attempt.id, 'the webhook is not active');
         continue;
       }
       logger.info({ attempt: attempt.id }, 'resending a delivery interrupted by a restart');
@@ -151,24 +152,26 @@ export class WebhookDelivery implements DueQueue {
    * manual redelivery neither retries nor changes the webhook's status.
    */
   async redeliver(original: AttemptRecord, now: number): Promise<AttemptRecord> {
-    const { store } = this.deps;
-    const webhook = store.findById(original.webhookId);
+    const { db, store } = this.deps;
+    const webhook = await store.findById(db, original.webhookId);
     if (!webhook) throw new Error(`webhook ${original.webhookId} is gone`);
     const id = newId('dlv', now);
-    store.insertAttempt({
-      id,
-      accountId: original.accountId,
-      webhookId: original.webhookId,
-      eventId: original.eventId,
-      eventType: original.eventType,
-      attempt: store.lastAttemptNumber(original.webhookId, original.eventId) + 1,
-      redelivery: true,
-      scheduledAt: now,
-      sendingNow: { wallAt: this.realNow() },
-    });
-    const attempt = store.findAttempt(id) as AttemptRecord;
+    await db.transaction(async (tx) =>
+      store.insertAttempt(tx, {
+        id,
+        accountId: original.accountId,
+        webhookId: original.webhookId,
+        eventId: original.eventId,
+        eventType: original.eventType,
+        attempt: (await store.lastAttemptNumber(tx, original.webhookId, original.eventId)) + 1,
+        redelivery: true,
+        scheduledAt: now,
+        sendingNow: { wallAt: this.realNow() },
+      }),
+    );
+    const attempt = (await store.findAttempt(db, id)) as AttemptRecord;
     await this.dispatcher.dispatch(attempt, webhook, now, { manual: true });
-    return store.findAttempt(id) as AttemptRecord;
+    return (await store.findAttempt(db, id)) as AttemptRecord;
   }
 
   /** `POST /_sandbox/webhooks/:id/probe`: whether the receiver checks signatures (see probe.ts). */
@@ -190,7 +193,7 @@ export class WebhookDelivery implements DueQueue {
   }
 
   /** An attempt falls due: it starts its send, stamped with its due time, and returns at once. */
-  private start(attempt: AttemptRecord): RanJob {
+  private async start(attempt: AttemptRecord): Promise<RanJob> {
     const summary = {
       id: attempt.id,
       kind: WEBHOOK_ATTEMPT,
@@ -198,14 +201,14 @@ export class WebhookDelivery implements DueQueue {
       due_at: formatTimestamp(attempt.scheduledAt),
     };
     const { db, store } = this.deps;
-    const webhook = transaction(db, () => {
-      const found = store.findById(attempt.webhookId);
+    const webhook = await db.transaction(async (tx) => {
+      const found = await store.findById(tx, attempt.webhookId);
       if (found?.status !== 'active') {
-        store.cancelPending(attempt.webhookId, 'the webhook is not active');
-        store.cancelAttempt(attempt.id, 'the webhook is not active');
+        await store.cancelPending(tx, attempt.webhookId, 'the webhook is not active');
+        await store.cancelAttempt(tx, attempt.id, 'the webhook is not active');
         return undefined;
       }
-      store.startSending(attempt.id, attempt.scheduledAt, this.realNow());
+      await store.startSending(tx, attempt.id, attempt.scheduledAt, this.realNow());
       return found;
     });
     if (!webhook) return { ...summary, skipped: true };

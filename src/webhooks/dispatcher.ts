@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
 import { isPassingStorageFailure } from '../core/storage-errors.js';
-import { type Db, transaction } from '../db/database.js';
+import type { Sql } from '../db/sql.js';
 import type { Scheduler } from '../scheduler/scheduler.js';
 import type { DestinationPolicy } from './destinations.js';
 import { SharedResolver } from './dns.js';
@@ -11,10 +11,10 @@ import { SendLimits } from './send-limits.js';
 import type { AttemptRecord, WebhookRecord } from './store.js';
 
 export interface DeliveryDispatcherDeps {
-  db: Db;
+  db: Sql;
   scheduler: Scheduler;
   /** An event's envelope, byte for byte as first recorded (the events module). */
-  eventBody: (eventId: string) => string | undefined;
+  eventBody: (eventId: string) => Promise<string | undefined>;
   /** How long a receiver may take to answer, in real time. */
   timeoutMs: number;
   /** Where webhooks may deliver (`--webhook-targets`, `--webhook-allow-host`). */
@@ -22,7 +22,13 @@ export interface DeliveryDispatcherDeps {
   /** Resolves a receiver's host name to all its addresses; the system's resolver unless a test says. */
   resolve?: ResolveHost;
   /** Writes an attempt's outcome, inside the transaction the dispatcher opens for it (the outbox). */
-  settle: (attempt: AttemptRecord, result: DeliveryResult, sentAt: number, manual: boolean) => void;
+  settle: (
+    tx: Sql,
+    attempt: AttemptRecord,
+    result: DeliveryResult,
+    sentAt: number,
+    manual: boolean,
+  ) => Promise<void>;
   logger: Logger;
 }
 
@@ -112,7 +118,7 @@ export class DeliveryDispatcher {
     // The body is read once the send has its slot: a queue of waiting sends holds no envelopes.
     const result = await this.limits.run(attempt, async () => {
       if (this.stopped) return undefined;
-      const body = this.deps.eventBody(attempt.eventId);
+      const body = await this.deps.eventBody(attempt.eventId);
       if (body === undefined) return undefined;
       const request = {
         url: webhook.url,
@@ -149,9 +155,9 @@ export class DeliveryDispatcher {
       'delivery',
     );
     const writeOutcome = () =>
-      transaction(this.deps.db, () => this.deps.settle(attempt, result, sentAt, options.manual));
+      this.deps.db.transaction((tx) => this.deps.settle(tx, attempt, result, sentAt, options.manual));
     try {
-      writeOutcome();
+      await writeOutcome();
     } catch (error) {
       // No room to write it (a full disk): the outcome is kept and written once there is, by the
       // scheduler, which backs off meanwhile; the attempt shows `sending` until then.

@@ -69,6 +69,8 @@ export const WEBHOOKS_MIGRATIONS: Migrations = {
   postgres: [
     `
     CREATE TABLE webhooks (
+      -- the order webhooks were made in, among those of the same instant (SQLite's rowid)
+      seq BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
       id TEXT PRIMARY KEY,
       account_id TEXT NOT NULL REFERENCES accounts(id) ON DELETE CASCADE,
       url TEXT NOT NULL,

@@ -34,7 +34,7 @@ export function webhooksModule(settings: {
     name: 'webhooks',
     migrations: WEBHOOKS_MIGRATIONS,
     build({ db, scheduler, realNow, logger, ports, provide }) {
-      const store = new WebhookStore(db);
+      const store = new WebhookStore();
       const events = ports.events.store;
       const destinations = new DestinationPolicy({
         targets: settings.targets,
@@ -49,23 +49,25 @@ export function webhooksModule(settings: {
         db,
         store,
         scheduler,
-        eventBody: (eventId) => events.body(eventId),
-        retryLadderOf: (accountId) => ports.accounts.service.retryLadderOf(accountId),
+        eventBody: (eventId) => events.body(db, eventId),
+        retryLadderOf: (q, accountId) => ports.accounts.service.retryLadderOf(q, accountId),
         timeoutMs: settings.timeoutMs,
         destinations,
         resolve: settings.resolveHost,
-        recordTestEvent: (accountId, type, now) =>
-          events.record(accountId, type, toJsonText(sampleEventData(type, now)), now, { announce: false }),
+        recordTestEvent: (tx, accountId, type, now) =>
+          events.record(tx, accountId, type, toJsonText(sampleEventData(type, now)), now, {
+            announce: false,
+          }),
         realNow,
         logger,
       });
-      events.subscribe((event) => delivery.fanOut(event));
+      events.subscribe((tx, event) => delivery.fanOut(tx, event));
       provide('webhooks', { service, delivery, store });
       return {
         api: webhookRoutes(service),
-        controls: webhookControlRoutes(service, delivery, store),
+        controls: webhookControlRoutes(db, service, delivery, store),
         queues: [delivery],
-        reset: (accountId) => store.deleteAccount(accountId),
+        reset: (tx, accountId) => store.deleteAccount(tx, accountId),
         start: () => delivery.resumeInterrupted(),
         close: (deadline) => delivery.drain(deadline),
       };

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { newId } from '../core/ids.js';
 import { formatTimestamp } from '../core/time.js';
+import type { Sql } from '../db/sql.js';
 import type { RecordedEvent } from '../events/store.js';
 import type { Scheduler } from '../scheduler/scheduler.js';
 import type { DeliveryResult } from './send.js';
@@ -9,8 +10,8 @@ import type { AttemptRecord, WebhookRecord, WebhookStore } from './store.js';
 export interface WebhookOutboxDeps {
   store: WebhookStore;
   scheduler: Scheduler;
-  /** Milliseconds before each retry of the account's deliveries. */
-  retryLadderOf: (accountId: string) => readonly number[];
+  /** Milliseconds before each retry of the account's deliveries (read through `q`). */
+  retryLadderOf: (q: Sql, accountId: string) => Promise<readonly number[]>;
   logger: Logger;
 }
 
@@ -22,10 +23,10 @@ export interface WebhookOutboxDeps {
 export class WebhookOutbox {
   constructor(private readonly deps: WebhookOutboxDeps) {}
 
-  /** Called inside the event's transaction: one attempt per subscribed active webhook, due now. */
-  fanOut(event: RecordedEvent): void {
-    for (const webhook of this.deps.store.subscribers(event.accountId, event.type)) {
-      this.scheduleAttempt({
+  /** Called inside the event's transaction, `tx`: one attempt per subscribed active webhook, due now. */
+  async fanOut(tx: Sql, event: RecordedEvent): Promise<void> {
+    for (const webhook of await this.deps.store.subscribers(tx, event.accountId, event.type)) {
+      await this.scheduleAttempt(tx, {
         accountId: event.accountId,
         webhookId: webhook.id,
         eventId: event.id,
@@ -41,32 +42,39 @@ export class WebhookOutbox {
    * Writes the outcome; a failure schedules the next rung of the ladder, or fails the webhook. A manual
    * redelivery and a probe have an outcome and nothing more.
    */
-  settle(attempt: AttemptRecord, result: DeliveryResult, sentAt: number, manual: boolean): void {
+  async settle(
+    tx: Sql,
+    attempt: AttemptRecord,
+    result: DeliveryResult,
+    sentAt: number,
+    manual: boolean,
+  ): Promise<void> {
     const { store } = this.deps;
     if (result.ok || manual || attempt.probe !== null) {
-      store.recordResult(attempt.id, result, null);
+      await store.recordResult(tx, attempt.id, result, null);
       return;
     }
-    const delay = this.deps.retryLadderOf(attempt.accountId)[attempt.attempt];
-    const webhook = store.findById(attempt.webhookId);
+    const delay = (await this.deps.retryLadderOf(tx, attempt.accountId))[attempt.attempt];
+    const webhook = await store.findById(tx, attempt.webhookId);
     if (delay !== undefined && webhook?.status === 'active') {
       const dueAt = sentAt + delay;
-      store.recordResult(attempt.id, result, dueAt);
-      this.scheduleAttempt({ ...attempt, attempt: attempt.attempt + 1, dueAt, now: sentAt });
+      await store.recordResult(tx, attempt.id, result, dueAt);
+      await this.scheduleAttempt(tx, { ...attempt, attempt: attempt.attempt + 1, dueAt, now: sentAt });
       return;
     }
-    store.recordResult(attempt.id, result, null);
+    await store.recordResult(tx, attempt.id, result, null);
     if (delay === undefined && webhook?.status === 'active')
-      this.failWebhook(webhook, attempt, result, sentAt);
+      await this.failWebhook(tx, webhook, attempt, result, sentAt);
   }
 
-  private scheduleAttempt(
+  private async scheduleAttempt(
+    tx: Sql,
     attempt: Pick<AttemptRecord, 'accountId' | 'webhookId' | 'eventId' | 'eventType' | 'attempt'> & {
       dueAt: number;
       now: number;
     },
-  ): void {
-    this.deps.store.insertAttempt({
+  ): Promise<void> {
+    await this.deps.store.insertAttempt(tx, {
       id: newId('dlv', attempt.now),
       accountId: attempt.accountId,
       webhookId: attempt.webhookId,
@@ -80,16 +88,17 @@ export class WebhookOutbox {
   }
 
   /** The specification: after the last retry fails, the webhook is marked failed and the owner is told once. */
-  private failWebhook(
+  private async failWebhook(
+    tx: Sql,
     webhook: WebhookRecord,
     attempt: AttemptRecord,
     result: DeliveryResult,
     at: number,
-  ): void {
+  ): Promise<void> {
     const { store, logger } = this.deps;
-    store.save({ ...webhook, status: 'failed' });
-    store.cancelPending(webhook.id, 'the webhook was marked failed');
-    store.insertEmail({
+    await store.save(tx, { ...webhook, status: 'failed' });
+    await store.cancelPending(tx, webhook.id, 'the webhook was marked failed');
+    await store.insertEmail(tx, {
       id: newId('eml', at),
       accountId: webhook.accountId,
       recipient: `owner@${webhook.accountId.toLowerCase()}.sandbox.invalid`,

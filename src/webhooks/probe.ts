@@ -1,5 +1,5 @@
 import { newId } from '../core/ids.js';
-import { type Db, transaction } from '../db/database.js';
+import type { Sql } from '../db/sql.js';
 import type { EventType } from '../events/schema.js';
 import type { RecordedEvent } from '../events/store.js';
 import type { AttemptRecord, ProbeSignature, WebhookRecord, WebhookStore } from './store.js';
@@ -11,13 +11,13 @@ export type ProbeOutcome = Record<ProbeSignature, AttemptRecord>;
 const PROBE_SIGNATURES: readonly ProbeSignature[] = ['genuine', 'forged'];
 
 export interface ProbeDeps {
-  db: Db;
+  db: Sql;
   store: WebhookStore;
   /**
    * Records a test event with sample data for a probe, inside the probe's transaction, without
    * announcing it to the other webhooks (the events module).
    */
-  recordTestEvent: (accountId: string, type: EventType, now: number) => RecordedEvent;
+  recordTestEvent: (tx: Sql, accountId: string, type: EventType, now: number) => Promise<RecordedEvent>;
   /** Sends an attempt written `sending`; resolves once its outcome is written. */
   dispatch: (attempt: AttemptRecord, webhook: WebhookRecord, sentAt: number) => Promise<unknown>;
   /** The wall clock, for the time the attempts went out. */
@@ -42,11 +42,12 @@ export async function probeWebhook(
   const { db, store } = deps;
   const type = webhook.events[0] as EventType;
   const wallAt = deps.realNow();
-  const ids = transaction(db, () =>
-    PROBE_SIGNATURES.map((probe) => {
-      const event = deps.recordTestEvent(webhook.accountId, type, now);
+  const ids = await db.transaction(async (tx) => {
+    const made: string[] = [];
+    for (const probe of PROBE_SIGNATURES) {
+      const event = await deps.recordTestEvent(tx, webhook.accountId, type, now);
       const id = newId('dlv', now);
-      store.insertAttempt({
+      await store.insertAttempt(tx, {
         id,
         accountId: webhook.accountId,
         webhookId: webhook.id,
@@ -58,10 +59,12 @@ export async function probeWebhook(
         scheduledAt: now,
         sendingNow: { wallAt },
       });
-      return id;
-    }),
-  );
-  await Promise.all(ids.map((id) => deps.dispatch(store.findAttempt(id) as AttemptRecord, webhook, now)));
-  const [genuine, forged] = ids.map((id) => store.findAttempt(id) as AttemptRecord);
+      made.push(id);
+    }
+    return made;
+  });
+  const attempt = async (id: string) => (await store.findAttempt(db, id)) as AttemptRecord;
+  await Promise.all(ids.map(async (id) => deps.dispatch(await attempt(id), webhook, now)));
+  const [genuine, forged] = await Promise.all(ids.map(attempt));
   return { genuine: genuine as AttemptRecord, forged: forged as AttemptRecord };
 }

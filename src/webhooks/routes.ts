@@ -48,7 +48,7 @@ export function webhookRoutes(webhooks: WebhookService) {
         ...apiErrors(...CREATE_ERRORS),
       },
     }),
-    (c) => c.json(presentWebhook(webhooks.create(c.get('caller'), c.req.valid('json'))), 201),
+    async (c) => c.json(presentWebhook(await webhooks.create(c.get('caller'), c.req.valid('json'))), 201),
   );
 
   router.openapi(
@@ -62,7 +62,7 @@ export function webhookRoutes(webhooks: WebhookService) {
       middleware: [read] as const,
       responses: { 200: apiResponse(WebhookListSchema, 'Webhooks'), ...apiErrors() },
     }),
-    (c) => c.json({ data: webhooks.list(c.get('caller')).map(presentWebhook) }, 200),
+    async (c) => c.json({ data: (await webhooks.list(c.get('caller'))).map(presentWebhook) }, 200),
   );
 
   router.openapi(
@@ -80,7 +80,7 @@ export function webhookRoutes(webhooks: WebhookService) {
         ...apiErrors(...ErrorCodes.lookup),
       },
     }),
-    (c) => c.json(presentWebhook(webhooks.get(c.get('caller'), c.req.valid('param').id)), 200),
+    async (c) => c.json(presentWebhook(await webhooks.get(c.get('caller'), c.req.valid('param').id)), 200),
   );
 
   router.openapi(
@@ -98,9 +98,9 @@ export function webhookRoutes(webhooks: WebhookService) {
         ...apiErrors(...UPDATE_ERRORS),
       },
     }),
-    (c) =>
+    async (c) =>
       c.json(
-        presentWebhook(webhooks.update(c.get('caller'), c.req.valid('param').id, c.req.valid('json'))),
+        presentWebhook(await webhooks.update(c.get('caller'), c.req.valid('param').id, c.req.valid('json'))),
         200,
       ),
   );
@@ -120,7 +120,7 @@ export function webhookRoutes(webhooks: WebhookService) {
         ...apiErrors(...ErrorCodes.lookup, ...ErrorCodes.write),
       },
     }),
-    (c) => c.json(webhooks.delete(c.get('caller'), c.req.valid('param').id), 200),
+    async (c) => c.json(await webhooks.delete(c.get('caller'), c.req.valid('param').id), 200),
   );
 
   return router;

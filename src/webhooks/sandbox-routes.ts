@@ -3,6 +3,7 @@ import { ApiError } from '../core/errors.js';
 import { parseLimit } from '../core/paging.js';
 import { limitParam, TimestampSchema } from '../core/schemas.js';
 import { formatTimestamp } from '../core/time.js';
+import type { Sql } from '../db/sql.js';
 import { requireScope } from '../http/auth.js';
 import {
   BEARER_SECURITY,
@@ -53,6 +54,7 @@ const EmailListSchema = z
  * registering and changing webhooks (see http/twin.ts).
  */
 export function webhookControlRoutes(
+  db: Sql,
   webhooks: WebhookService,
   delivery: WebhookDelivery,
   store: WebhookStore,
@@ -71,7 +73,7 @@ export function webhookControlRoutes(
       middleware: [requireScope('shipments:read')] as const,
       responses: { 200: jsonResponse(WebhookListSchema, 'Webhooks'), ...controlErrors() },
     }),
-    (c) => c.json({ data: webhooks.list(c.get('caller')).map(presentWebhook) }, 200),
+    async (c) => c.json({ data: (await webhooks.list(c.get('caller'))).map(presentWebhook) }, 200),
   );
 
   router.openapi(
@@ -90,7 +92,7 @@ export function webhookControlRoutes(
         ...controlErrors(...CREATE_ERRORS),
       },
     }),
-    (c) => c.json(presentWebhook(webhooks.create(c.get('caller'), c.req.valid('json'))), 201),
+    async (c) => c.json(presentWebhook(await webhooks.create(c.get('caller'), c.req.valid('json'))), 201),
   );
 
   router.openapi(
@@ -109,9 +111,9 @@ export function webhookControlRoutes(
         ...controlErrors(...UPDATE_ERRORS),
       },
     }),
-    (c) =>
+    async (c) =>
       c.json(
-        presentWebhook(webhooks.update(c.get('caller'), c.req.valid('param').id, c.req.valid('json'))),
+        presentWebhook(await webhooks.update(c.get('caller'), c.req.valid('param').id, c.req.valid('json'))),
         200,
       ),
   );
@@ -131,10 +133,10 @@ export function webhookControlRoutes(
         ...controlErrors(...ErrorCodes.query, ...ErrorCodes.lookup),
       },
     }),
-    (c) => {
-      const webhook = webhooks.get(c.get('caller'), c.req.valid('param').id);
+    async (c) => {
+      const webhook = await webhooks.get(c.get('caller'), c.req.valid('param').id);
       const limit = parseLimit(c.req.valid('query').limit, LIMIT);
-      return c.json({ data: store.attempts(webhook.id, limit).map(presentAttempt) }, 200);
+      return c.json({ data: (await store.attempts(db, webhook.id, limit)).map(presentAttempt) }, 200);
     },
   );
 
@@ -153,9 +155,9 @@ export function webhookControlRoutes(
         ...controlErrors(...ErrorCodes.lookup),
       },
     }),
-    (c) => {
-      const attempt = webhooks.attempt(c.get('caller'), c.req.valid('param').id);
-      return c.json({ ...presentAttempt(attempt), request: delivery.sentRequest(attempt) }, 200);
+    async (c) => {
+      const attempt = await webhooks.attempt(c.get('caller'), c.req.valid('param').id);
+      return c.json({ ...presentAttempt(attempt), request: await delivery.sentRequest(attempt) }, 200);
     },
   );
 
@@ -176,8 +178,8 @@ export function webhookControlRoutes(
     }),
     async (c) => {
       const caller = c.get('caller');
-      const original = webhooks.attempt(caller, c.req.valid('param').id);
-      if (!store.find(caller.accountId, original.webhookId)) {
+      const original = await webhooks.attempt(caller, c.req.valid('param').id);
+      if (!(await store.find(db, caller.accountId, original.webhookId))) {
         throw new ApiError(422, 'webhook_deleted', `The webhook of delivery ${original.id} was deleted.`);
       }
       return c.json(presentAttempt(await delivery.redeliver(original, caller.now)), 200);
@@ -207,7 +209,7 @@ export function webhookControlRoutes(
     }),
     async (c) => {
       const caller = c.get('caller');
-      const webhook = webhooks.get(caller, c.req.valid('param').id);
+      const webhook = await webhooks.get(caller, c.req.valid('param').id);
       return c.json(presentProbe(await delivery.probe(webhook, caller.now)), 200);
     },
   );
@@ -224,9 +226,9 @@ export function webhookControlRoutes(
       request: { query: LimitQuery },
       responses: { 200: jsonResponse(EmailListSchema, 'E-mails'), ...controlErrors(...ErrorCodes.query) },
     }),
-    (c) => {
+    async (c) => {
       const limit = parseLimit(c.req.valid('query').limit, LIMIT);
-      const emails = store.emails(c.get('caller').accountId, limit);
+      const emails = await store.emails(db, c.get('caller').accountId, limit);
       return c.json(
         {
           data: emails.map((email) => ({

@@ -2,7 +2,7 @@ import type { Actor } from '../core/actor.js';
 import { ApiError, invalidField, notFound } from '../core/errors.js';
 import { newId } from '../core/ids.js';
 import { formatTimestamp } from '../core/time.js';
-import { type Db, transaction } from '../db/database.js';
+import type { Sql } from '../db/sql.js';
 import { type DestinationPolicy, isLoopbackHost, registrationRefusal } from './destinations.js';
 import type { CreateWebhookInput, UpdateWebhookInput } from './schema.js';
 import type { AttemptRecord, WebhookRecord, WebhookStore } from './store.js';
@@ -100,14 +100,14 @@ export function presentProbe(outcome: Record<'genuine' | 'forged', AttemptRecord
 export class WebhookService {
   constructor(
     private readonly deps: {
-      db: Db;
+      db: Sql;
       store: WebhookStore;
       urlRules: WebhookUrlRules;
     },
   ) {}
 
-  create(actor: Actor, input: CreateWebhookInput): WebhookRecord {
-    return this.deps.store.insert({
+  create(actor: Actor, input: CreateWebhookInput): Promise<WebhookRecord> {
+    return this.deps.store.insert(this.deps.db, {
       id: newId('wh', actor.now),
       accountId: actor.accountId,
       url: checkWebhookUrl(input.url, this.deps.urlRules),
@@ -118,21 +118,21 @@ export class WebhookService {
     });
   }
 
-  get(actor: Actor, id: string): WebhookRecord {
-    const webhook = this.deps.store.find(actor.accountId, id);
+  async get(actor: Actor, id: string, q: Sql = this.deps.db): Promise<WebhookRecord> {
+    const webhook = await this.deps.store.find(q, actor.accountId, id);
     if (!webhook) throw notFound('webhook', id);
     return webhook;
   }
 
-  list(actor: Actor): WebhookRecord[] {
-    return this.deps.store.list(actor.accountId);
+  list(actor: Actor): Promise<WebhookRecord[]> {
+    return this.deps.store.list(this.deps.db, actor.accountId);
   }
 
   /** Changes what is given; `status: active` re-activates a failed webhook, which then gets new events again. */
-  update(actor: Actor, id: string, change: UpdateWebhookInput): WebhookRecord {
+  update(actor: Actor, id: string, change: UpdateWebhookInput): Promise<WebhookRecord> {
     const { db, store } = this.deps;
-    return transaction(db, () => {
-      const webhook = this.get(actor, id);
+    return db.transaction(async (tx) => {
+      const webhook = await this.get(actor, id, tx);
       if (Object.keys(change).length === 0) {
         throw new ApiError(422, 'missing_field', 'Give at least one of url, events, secret, status.', {
           field: 'url',
@@ -145,24 +145,25 @@ export class WebhookService {
         secret: change.secret ?? webhook.secret,
         status: change.status ?? webhook.status,
       };
-      if (updated.status === 'disabled') store.cancelPending(webhook.id, 'the webhook was disabled');
-      store.save(updated);
+      if (updated.status === 'disabled')
+        await store.cancelPending(tx, webhook.id, 'the webhook was disabled');
+      await store.save(tx, updated);
       return updated;
     });
   }
 
-  delete(actor: Actor, id: string): { id: string; deleted: true } {
+  delete(actor: Actor, id: string): Promise<{ id: string; deleted: true }> {
     const { db, store } = this.deps;
-    return transaction(db, () => {
-      const webhook = this.get(actor, id);
-      store.delete(webhook, actor.now);
+    return db.transaction(async (tx) => {
+      const webhook = await this.get(actor, id, tx);
+      await store.delete(tx, webhook, actor.now);
       return { id: webhook.id, deleted: true as const };
     });
   }
 
   /** A delivery attempt of the account, by id. */
-  attempt(actor: Actor, id: string): AttemptRecord {
-    const attempt = this.deps.store.findAttempt(id);
+  async attempt(actor: Actor, id: string): Promise<AttemptRecord> {
+    const attempt = await this.deps.store.findAttempt(this.deps.db, id);
     if (!attempt || attempt.accountId !== actor.accountId) throw notFound('delivery', id);
     return attempt;
   }

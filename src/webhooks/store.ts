@@ -1,4 +1,4 @@
-import type { Db } from '../db/database.js';
+import { dialect, type Sql } from '../db/sql.js';
 import type { EventType } from '../events/schema.js';
 import type { DeliveryErrorKind, DeliveryResult } from './send.js';
 
@@ -107,181 +107,134 @@ const toAttempt = (row: AttemptRow): AttemptRecord => ({
   nextAttemptAt: row.next_attempt_at,
 });
 
-/** The webhooks, their delivery attempts and the e-mail outbox (`webhooks`, `webhook_attempts`, `emails`). */
-export class WebhookStore {
-  private readonly insertWebhook;
-  private readonly updateWebhook;
-  private readonly selectWebhook;
-  private readonly selectWebhooks;
-  private readonly selectSubscribers;
-  private readonly insertAttemptStatement;
-  private readonly selectAttempt;
-  private readonly selectAttempts;
-  private readonly selectAccountWebhooks;
-  private readonly selectInterrupted;
-  private readonly markSending;
-  private readonly recordResultStatement;
-  private readonly cancelPendingStatement;
-  private readonly insertEmailStatement;
-  private readonly selectEmails;
-  private readonly markDeleted;
-  private readonly cancelAttemptStatement;
-  private readonly selectLastAttempt;
-  private readonly selectAnyWebhook;
-  private readonly selectDue;
-  private readonly selectEarliestDue;
-  private readonly deleteStatements;
-  private readonly selectScheduled;
-  private readonly insertRequestStatement;
-  private readonly selectRequest;
-
-  constructor(db: Db) {
-    this.selectLastAttempt = db.prepare<[string, string], { n: number | null }>(
-      'SELECT max(attempt) AS n FROM webhook_attempts WHERE webhook_id = ? AND event_id = ?',
-    );
-    this.cancelAttemptStatement = db.prepare(
-      "UPDATE webhook_attempts SET status = 'cancelled', error_message = @reason WHERE id = @id",
-    );
-    this.markDeleted = db.prepare("UPDATE webhooks SET deleted_at = ?, status = 'disabled' WHERE id = ?");
-    this.selectAnyWebhook = db.prepare<[string], WebhookRow>('SELECT * FROM webhooks WHERE id = ?');
-    this.insertWebhook = db.prepare(
-      `INSERT INTO webhooks (id, account_id, url, events, secret, status, created_at)
-       VALUES (@id, @accountId, @url, @events, @secret, @status, @createdAt)`,
-    );
-    this.updateWebhook = db.prepare(
-      'UPDATE webhooks SET url = @url, events = @events, secret = @secret, status = @status WHERE id = @id',
-    );
-    this.selectWebhook = db.prepare<[string, string], WebhookRow>(
-      'SELECT * FROM webhooks WHERE id = ? AND account_id = ? AND deleted_at IS NULL',
-    );
-    this.selectWebhooks = db.prepare<[string], WebhookRow>(
+const SQL = {
+  lastAttempt: 'SELECT max(attempt) AS n FROM webhook_attempts WHERE webhook_id = ? AND event_id = ?',
+  cancelAttempt: "UPDATE webhook_attempts SET status = 'cancelled', error_message = @reason WHERE id = @id",
+  markDeleted: "UPDATE webhooks SET deleted_at = ?, status = 'disabled' WHERE id = ?",
+  selectAnyWebhook: 'SELECT * FROM webhooks WHERE id = ?',
+  insertWebhook: `INSERT INTO webhooks (id, account_id, url, events, secret, status, created_at)
+    VALUES (@id, @accountId, @url, @events, @secret, @status, @createdAt)`,
+  updateWebhook:
+    'UPDATE webhooks SET url = @url, events = @events, secret = @secret, status = @status WHERE id = @id',
+  selectWebhook: 'SELECT * FROM webhooks WHERE id = ? AND account_id = ? AND deleted_at IS NULL',
+  // Among webhooks made at the same instant, the later first: SQLite's rowid, PostgreSQL's seq.
+  selectWebhooks: {
+    sqlite:
       'SELECT * FROM webhooks WHERE account_id = ? AND deleted_at IS NULL ORDER BY created_at DESC, rowid DESC',
-    );
-    this.selectSubscribers = db.prepare<[string, string], WebhookRow>(
-      `SELECT w.* FROM webhooks w, json_each(w.events) j
-       WHERE w.account_id = ? AND w.status = 'active' AND w.deleted_at IS NULL AND j.value = ?
-       ORDER BY w.created_at, w.rowid`,
-    );
-    this.insertAttemptStatement = db.prepare(
-      `INSERT INTO webhook_attempts (id, account_id, webhook_id, event_id, event_type, attempt, redelivery, probe,
-         status, scheduled_at, sent_at, sent_wall_at)
-       VALUES (@id, @accountId, @webhookId, @eventId, @eventType, @attempt, @redelivery, @probe, @status,
-         @scheduledAt, @sentAt, @sentWallAt)`,
-    );
-    this.selectAttempt = db.prepare<[string], AttemptRow>('SELECT * FROM webhook_attempts WHERE id = ?');
-    this.selectAttempts = db.prepare<[string, number], AttemptRow>(
-      'SELECT * FROM webhook_attempts WHERE webhook_id = ? ORDER BY seq DESC LIMIT ?',
-    );
-    this.selectAccountWebhooks = db
-      .prepare<[string], string>('SELECT id FROM webhooks WHERE account_id = ?')
-      .pluck();
-    this.selectInterrupted = db.prepare<[], AttemptRow>(
-      "SELECT * FROM webhook_attempts WHERE status = 'sending' ORDER BY seq",
-    );
-    // Both read the partial index webhook_attempts_due, which holds the scheduled attempts only.
-    this.selectDue = db.prepare<[string, number], AttemptRow>(
-      `SELECT * FROM webhook_attempts WHERE status = 'scheduled' AND account_id = ? AND scheduled_at <= ?
-       ORDER BY scheduled_at, seq LIMIT 1`,
-    );
-    this.selectEarliestDue = db.prepare<[], { account_id: string; due_at: number }>(
-      `SELECT account_id, min(scheduled_at) AS due_at FROM webhook_attempts WHERE status = 'scheduled'
-       GROUP BY account_id`,
-    );
-    this.selectScheduled = db.prepare<[string, number], AttemptRow>(
-      `SELECT * FROM webhook_attempts WHERE status = 'scheduled' AND account_id = ?
-       ORDER BY scheduled_at, seq LIMIT ?`,
-    );
-    this.insertRequestStatement = db.prepare(
-      `INSERT OR REPLACE INTO webhook_requests (attempt_id, account_id, url, signature)
-       SELECT id, account_id, @url, @signature FROM webhook_attempts WHERE id = @attemptId`,
-    );
-    this.selectRequest = db.prepare<[string], { url: string; signature: string }>(
-      'SELECT url, signature FROM webhook_requests WHERE attempt_id = ?',
-    );
-    // Children first: requests, attempts and e-mails, then the webhooks they belong to.
-    this.deleteStatements = ['webhook_requests', 'webhook_attempts', 'emails', 'webhooks'].map((table) =>
-      db.prepare(`DELETE FROM ${table} WHERE account_id = ?`),
-    );
-    this.markSending = db.prepare(
-      "UPDATE webhook_attempts SET status = 'sending', sent_at = @sentAt, sent_wall_at = @sentWallAt WHERE id = @id",
-    );
-    this.recordResultStatement = db.prepare(
-      `UPDATE webhook_attempts SET status = @status, response_status = @responseStatus,
-         response_excerpt = @responseExcerpt, duration_ms = @durationMs, error = @error,
-         error_message = @errorMessage, next_attempt_at = @nextAttemptAt
-       WHERE id = @id`,
-    );
-    this.cancelPendingStatement = db.prepare(
-      `UPDATE webhook_attempts SET status = 'cancelled', error_message = @reason
-       WHERE webhook_id = @webhookId AND status = 'scheduled'`,
-    );
-    this.insertEmailStatement = db.prepare(
-      `INSERT INTO emails (id, account_id, recipient, subject, body, created_at)
-       VALUES (@id, @accountId, @recipient, @subject, @body, @createdAt)`,
-    );
-    this.selectEmails = db.prepare<
-      [string, number],
-      { id: string; recipient: string; subject: string; body: string; created_at: number }
-    >(
-      'SELECT id, recipient, subject, body, created_at FROM emails WHERE account_id = ? ORDER BY seq DESC LIMIT ?',
-    );
-  }
+    postgres:
+      'SELECT * FROM webhooks WHERE account_id = ? AND deleted_at IS NULL ORDER BY created_at DESC, seq DESC',
+  },
+  // `events` is a JSON array of names.
+  selectSubscribers: {
+    sqlite: `SELECT w.* FROM webhooks w, json_each(w.events) j
+      WHERE w.account_id = @accountId AND w.status = 'active' AND w.deleted_at IS NULL AND j.value = @type
+      ORDER BY w.created_at, w.rowid`,
+    postgres: `SELECT w.* FROM webhooks w
+      WHERE w.account_id = @accountId AND w.status = 'active' AND w.deleted_at IS NULL
+        AND w.events::jsonb @> jsonb_build_array(CAST(@type AS TEXT))
+      ORDER BY w.created_at, w.seq`,
+  },
+  insertAttempt: `INSERT INTO webhook_attempts (id, account_id, webhook_id, event_id, event_type, attempt, redelivery, probe,
+      status, scheduled_at, sent_at, sent_wall_at)
+    VALUES (@id, @accountId, @webhookId, @eventId, @eventType, @attempt, @redelivery, @probe, @status,
+      @scheduledAt, @sentAt, @sentWallAt)`,
+  selectAttempt: 'SELECT * FROM webhook_attempts WHERE id = ?',
+  selectAttempts: 'SELECT * FROM webhook_attempts WHERE webhook_id = ? ORDER BY seq DESC LIMIT ?',
+  selectAccountWebhooks: 'SELECT id FROM webhooks WHERE account_id = ?',
+  selectInterrupted: "SELECT * FROM webhook_attempts WHERE status = 'sending' ORDER BY seq",
+  // Both read the partial index webhook_attempts_due, which holds the scheduled attempts only.
+  selectDue: `SELECT * FROM webhook_attempts WHERE status = 'scheduled' AND account_id = ? AND scheduled_at <= ?
+    ORDER BY scheduled_at, seq LIMIT 1`,
+  selectEarliestDue: `SELECT account_id, min(scheduled_at) AS due_at FROM webhook_attempts WHERE status = 'scheduled'
+    GROUP BY account_id`,
+  selectScheduled: `SELECT * FROM webhook_attempts WHERE status = 'scheduled' AND account_id = ?
+    ORDER BY scheduled_at, seq LIMIT ?`,
+  insertRequest: `INSERT INTO webhook_requests (attempt_id, account_id, url, signature)
+    SELECT id, account_id, @url, @signature FROM webhook_attempts WHERE id = @attemptId
+    ON CONFLICT (attempt_id) DO UPDATE SET url = excluded.url, signature = excluded.signature`,
+  selectRequest: 'SELECT url, signature FROM webhook_requests WHERE attempt_id = ?',
+  // Children first: requests, attempts and e-mails, then the webhooks they belong to.
+  deleteAccount: ['webhook_requests', 'webhook_attempts', 'emails', 'webhooks'].map(
+    (table) => `DELETE FROM ${table} WHERE account_id = ?`,
+  ),
+  markSending:
+    "UPDATE webhook_attempts SET status = 'sending', sent_at = @sentAt, sent_wall_at = @sentWallAt WHERE id = @id",
+  recordResult: `UPDATE webhook_attempts SET status = @status, response_status = @responseStatus,
+      response_excerpt = @responseExcerpt, duration_ms = @durationMs, error = @error,
+      error_message = @errorMessage, next_attempt_at = @nextAttemptAt
+    WHERE id = @id`,
+  cancelPending: `UPDATE webhook_attempts SET status = 'cancelled', error_message = @reason
+    WHERE webhook_id = @webhookId AND status = 'scheduled'`,
+  insertEmail: `INSERT INTO emails (id, account_id, recipient, subject, body, created_at)
+    VALUES (@id, @accountId, @recipient, @subject, @body, @createdAt)`,
+  selectEmails:
+    'SELECT id, recipient, subject, body, created_at FROM emails WHERE account_id = ? ORDER BY seq DESC LIMIT ?',
+};
 
-  insert(webhook: WebhookRecord): WebhookRecord {
-    this.insertWebhook.run({ ...webhook, events: JSON.stringify(webhook.events) });
+/**
+ * The webhooks, their delivery attempts and the e-mail outbox (`webhooks`, `webhook_attempts`,
+ * `emails`). Each method runs on the `q` it is given: the database, or the transaction of the change
+ * it is part of.
+ */
+export class WebhookStore {
+  async insert(tx: Sql, webhook: WebhookRecord): Promise<WebhookRecord> {
+    await tx.run(SQL.insertWebhook, { ...webhook, events: JSON.stringify(webhook.events) });
     return webhook;
   }
 
-  save(webhook: WebhookRecord): void {
-    this.updateWebhook.run({ ...webhook, events: JSON.stringify(webhook.events) });
+  async save(tx: Sql, webhook: WebhookRecord): Promise<void> {
+    await tx.run(SQL.updateWebhook, { ...webhook, events: JSON.stringify(webhook.events) });
   }
 
   /**
    * Deleted webhooks keep their row, disabled, so a send still on the wire finds it and neither
    * retries nor alerts; the API no longer shows it.
    */
-  delete(webhook: WebhookRecord, at: number): void {
-    this.cancelPending(webhook.id, 'the webhook was deleted');
-    this.markDeleted.run(at, webhook.id);
+  async delete(tx: Sql, webhook: WebhookRecord, at: number): Promise<void> {
+    await this.cancelPending(tx, webhook.id, 'the webhook was deleted');
+    await tx.run(SQL.markDeleted, [at, webhook.id]);
   }
 
-  find(accountId: string, id: string): WebhookRecord | undefined {
-    const row = this.selectWebhook.get(id, accountId);
+  async find(q: Sql, accountId: string, id: string): Promise<WebhookRecord | undefined> {
+    const row = await q.get<WebhookRow>(SQL.selectWebhook, [id, accountId]);
     return row && toWebhook(row);
   }
 
-  findById(id: string): WebhookRecord | undefined {
-    const row = this.selectAnyWebhook.get(id);
+  async findById(q: Sql, id: string): Promise<WebhookRecord | undefined> {
+    const row = await q.get<WebhookRow>(SQL.selectAnyWebhook, [id]);
     return row && toWebhook(row);
   }
 
-  list(accountId: string): WebhookRecord[] {
-    return this.selectWebhooks.all(accountId).map(toWebhook);
+  async list(q: Sql, accountId: string): Promise<WebhookRecord[]> {
+    return (await q.all<WebhookRow>(dialect(q, SQL.selectWebhooks), [accountId])).map(toWebhook);
   }
 
   /** Active webhooks of the account that subscribe to this event, oldest first. */
-  subscribers(accountId: string, type: EventType): WebhookRecord[] {
-    return this.selectSubscribers.all(accountId, type).map(toWebhook);
+  async subscribers(q: Sql, accountId: string, type: EventType): Promise<WebhookRecord[]> {
+    return (await q.all<WebhookRow>(dialect(q, SQL.selectSubscribers), { accountId, type })).map(toWebhook);
   }
 
   /**
    * A new attempt: `scheduled` for its due time, or (a manual redelivery, a probe) `sending` at once,
    * at the wall-clock instant `sendingNow` gives.
    */
-  insertAttempt(attempt: {
-    id: string;
-    accountId: string;
-    webhookId: string;
-    eventId: string;
-    eventType: EventType;
-    attempt: number;
-    redelivery: boolean;
-    probe?: ProbeSignature;
-    scheduledAt: number;
-    sendingNow?: { wallAt: number };
-  }): void {
+  async insertAttempt(
+    tx: Sql,
+    attempt: {
+      id: string;
+      accountId: string;
+      webhookId: string;
+      eventId: string;
+      eventType: EventType;
+      attempt: number;
+      redelivery: boolean;
+      probe?: ProbeSignature;
+      scheduledAt: number;
+      sendingNow?: { wallAt: number };
+    },
+  ): Promise<void> {
     const { sendingNow, ...columns } = attempt;
-    this.insertAttemptStatement.run({
+    await tx.run(SQL.insertAttempt, {
       ...columns,
       redelivery: attempt.redelivery ? 1 : 0,
       probe: attempt.probe ?? null,
@@ -292,28 +245,31 @@ export class WebhookStore {
   }
 
   /** The account's earliest scheduled attempt due at or before `until`. */
-  nextDue(accountId: string, until: number): AttemptRecord | undefined {
-    const row = this.selectDue.get(accountId, until);
+  async nextDue(q: Sql, accountId: string, until: number): Promise<AttemptRecord | undefined> {
+    const row = await q.get<AttemptRow>(SQL.selectDue, [accountId, until]);
     return row && toAttempt(row);
   }
 
   /** The account's first `limit` scheduled attempts, soonest first. */
-  scheduled(accountId: string, limit: number): AttemptRecord[] {
-    return this.selectScheduled.all(accountId, limit).map(toAttempt);
+  async scheduled(q: Sql, accountId: string, limit: number): Promise<AttemptRecord[]> {
+    return (await q.all<AttemptRow>(SQL.selectScheduled, [accountId, limit])).map(toAttempt);
   }
 
   /** Every account with scheduled attempts, and its earliest due time. */
-  earliestDue(): { accountId: string; dueAt: number }[] {
-    return this.selectEarliestDue.all().map((row) => ({ accountId: row.account_id, dueAt: row.due_at }));
+  async earliestDue(q: Sql): Promise<{ accountId: string; dueAt: number }[]> {
+    return (await q.all<{ account_id: string; due_at: number }>(SQL.selectEarliestDue)).map((row) => ({
+      accountId: row.account_id,
+      dueAt: Number(row.due_at),
+    }));
   }
 
-  findAttempt(id: string): AttemptRecord | undefined {
-    const row = this.selectAttempt.get(id);
+  async findAttempt(q: Sql, id: string): Promise<AttemptRecord | undefined> {
+    const row = await q.get<AttemptRow>(SQL.selectAttempt, [id]);
     return row && toAttempt(row);
   }
 
-  attempts(webhookId: string, limit: number): AttemptRecord[] {
-    return this.selectAttempts.all(webhookId, limit).map(toAttempt);
+  async attempts(q: Sql, webhookId: string, limit: number): Promise<AttemptRecord[]> {
+    return (await q.all<AttemptRow>(SQL.selectAttempts, [webhookId, limit])).map(toAttempt);
   }
 
   /**
@@ -321,30 +277,38 @@ export class WebhookStore {
    * webhook's are read through its own index, at most `limit` of them, so the cost follows the
    * account's own webhooks, never the whole table.
    */
-  recentAttempts(accountId: string, limit: number): AttemptRecord[] {
-    return this.selectAccountWebhooks
-      .all(accountId)
-      .flatMap((webhookId) => this.selectAttempts.all(webhookId, limit))
+  async recentAttempts(q: Sql, accountId: string, limit: number): Promise<AttemptRecord[]> {
+    const webhookIds = await q.column<string>(SQL.selectAccountWebhooks, [accountId]);
+    const lists = await Promise.all(
+      webhookIds.map((webhookId) => q.all<AttemptRow>(SQL.selectAttempts, [webhookId, limit])),
+    );
+    return lists
+      .flat()
       .sort((a, b) => b.seq - a.seq)
       .slice(0, limit)
       .map(toAttempt);
   }
 
-  lastAttemptNumber(webhookId: string, eventId: string): number {
-    return this.selectLastAttempt.get(webhookId, eventId)?.n ?? -1;
+  async lastAttemptNumber(q: Sql, webhookId: string, eventId: string): Promise<number> {
+    return (await q.get<{ n: number | null }>(SQL.lastAttempt, [webhookId, eventId]))?.n ?? -1;
   }
 
   /** Attempts that were on the wire when the process stopped. */
-  interrupted(): AttemptRecord[] {
-    return this.selectInterrupted.all().map(toAttempt);
+  async interrupted(q: Sql): Promise<AttemptRecord[]> {
+    return (await q.all<AttemptRow>(SQL.selectInterrupted)).map(toAttempt);
   }
 
-  startSending(id: string, sentAt: number, sentWallAt: number): void {
-    this.markSending.run({ id, sentAt, sentWallAt });
+  async startSending(tx: Sql, id: string, sentAt: number, sentWallAt: number): Promise<void> {
+    await tx.run(SQL.markSending, { id, sentAt, sentWallAt });
   }
 
-  recordResult(id: string, result: DeliveryResult, nextAttemptAt: number | null): void {
-    this.recordResultStatement.run({
+  async recordResult(
+    tx: Sql,
+    id: string,
+    result: DeliveryResult,
+    nextAttemptAt: number | null,
+  ): Promise<void> {
+    await tx.run(SQL.recordResult, {
       id,
       status: result.ok ? 'succeeded' : 'failed',
       responseStatus: result.responseStatus,
@@ -354,38 +318,44 @@ export class WebhookStore {
       errorMessage: result.errorMessage,
       nextAttemptAt,
     });
-    if (result.sent) this.insertRequestStatement.run({ attemptId: id, ...result.sent });
+    if (result.sent) await tx.run(SQL.insertRequest, { attemptId: id, ...result.sent });
   }
 
   /** The URL and signature an attempt was sent with, once it was. */
-  sentRequest(attemptId: string): { url: string; signature: string } | undefined {
-    return this.selectRequest.get(attemptId);
+  sentRequest(q: Sql, attemptId: string): Promise<{ url: string; signature: string } | undefined> {
+    return q.get<{ url: string; signature: string }>(SQL.selectRequest, [attemptId]);
   }
 
-  cancelAttempt(id: string, reason: string): void {
-    this.cancelAttemptStatement.run({ id, reason });
+  async cancelAttempt(tx: Sql, id: string, reason: string): Promise<void> {
+    await tx.run(SQL.cancelAttempt, { id, reason });
   }
 
-  cancelPending(webhookId: string, reason: string): void {
-    this.cancelPendingStatement.run({ webhookId, reason });
+  async cancelPending(tx: Sql, webhookId: string, reason: string): Promise<void> {
+    await tx.run(SQL.cancelPending, { webhookId, reason });
   }
 
-  insertEmail(email: {
-    id: string;
-    accountId: string;
-    recipient: string;
-    subject: string;
-    body: string;
-    createdAt: number;
-  }): void {
-    this.insertEmailStatement.run(email);
+  async insertEmail(
+    tx: Sql,
+    email: {
+      id: string;
+      accountId: string;
+      recipient: string;
+      subject: string;
+      body: string;
+      createdAt: number;
+    },
+  ): Promise<void> {
+    await tx.run(SQL.insertEmail, email);
   }
 
-  emails(accountId: string, limit: number) {
-    return this.selectEmails.all(accountId, limit);
+  emails(q: Sql, accountId: string, limit: number) {
+    return q.all<{ id: string; recipient: string; subject: string; body: string; created_at: number }>(
+      SQL.selectEmails,
+      [accountId, limit],
+    );
   }
 
-  deleteAccount(accountId: string): void {
-    for (const statement of this.deleteStatements) statement.run(accountId);
+  async deleteAccount(tx: Sql, accountId: string): Promise<void> {
+    for (const statement of SQL.deleteAccount) await tx.run(statement, [accountId]);
   }
 }
