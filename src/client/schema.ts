@@ -1933,6 +1933,8 @@ export interface components {
             status: number;
             /** @description the error's code when the answer was an error */
             code: string | null;
+            /** @description the error's field, when one field was to blame (`to.zip`) */
+            field: string | null;
             duration_ms: number;
             /**
              * Format: date-time
