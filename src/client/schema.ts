@@ -842,6 +842,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/_sandbox/requests/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The account's API requests as they happen, as server-sent events
+         * @description One `request` event a request the journal records, `id` its `req_…` id and `data` the `JournalEntry` as JSON. A comment line every 15 s keeps the connection alive. When the client reads slower than requests come, entries are left out and a `dropped` event says how many (`{"count": n}`). Watching counts nowhere: not in the account's rate limits, its journal or its integration report.
+         */
+        get: operations["streamRequests"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/_sandbox/report": {
         parameters: {
             query?: never;
@@ -9429,6 +9449,84 @@ export interface operations {
                             code: "invalid_parameter";
                         };
                     };
+                };
+            };
+            /** @description No valid API key: `invalid_api_key`, `missing_api_key` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_api_key" | "missing_api_key";
+                        };
+                    };
+                };
+            };
+            /** @description Forbidden: `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "insufficient_scope";
+                        };
+                    };
+                };
+            };
+            /** @description Method not allowed: `method_not_allowed` */
+            405: {
+                headers: {
+                    /** @description The methods this path takes, such as `GET, POST` */
+                    Allow: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "method_not_allowed";
+                        };
+                    };
+                };
+            };
+            /** @description Unexpected error: `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "internal_error";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    streamRequests: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The stream; it ends when the client goes away or the sandbox stops */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
                 };
             };
             /** @description No valid API key: `invalid_api_key`, `missing_api_key` */
