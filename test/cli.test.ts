@@ -130,7 +130,15 @@ describe.concurrent('the command line: usage errors exit with 2 before calling t
     [['deliveries'], /missing required argument 'webhook-id'/],
     [['clock', '--json', '--pretty'], /cannot be used with/],
     [['clock', '--url', 'not a url'], /'not a url' is not a URL/],
-    [['clokc'], /unknown command 'clokc'/],
+    [['clokc'], /unknown command 'clokc'\n\(Did you mean clock\?\)/],
+    // Did you mean: commands, subcommands (a group's default one too), options, serving flags.
+    [['clock', 'advnce', '2h'], /unknown command 'advnce' for 'clock'\n\(Did you mean advance\?\)/],
+    [['shipments', 'lst'], /unknown command 'lst' for 'shipments'\n\(Did you mean list\?\)/],
+    [['accounts', 'creat'], /unknown command 'creat'\n\(Did you mean create\?\)/],
+    [['shipments', '--limt', '3'], /unknown option '--limt'\n\(Did you mean --limit\?\)/],
+    [['trigger', 'tracking.delivered', '--jsn'], /unknown option '--jsn'\n\(Did you mean --json\?\)/],
+    [['--prot', '0'], /unknown option '--prot'\n\(Did you mean --port\?\)/],
+    [['serve', '--memory', '--https-prt=0'], /unknown option '--https-prt'\n\(Did you mean --https-port\?\)/],
   ])(
     '%j',
     async (args, message) => {

@@ -7,6 +7,7 @@ import { addEventCommands } from './events.js';
 import { addReportCommands } from './report.js';
 import { SandboxError, UnreachableError } from './sandbox-api.js';
 import { addShipmentCommands } from './shipments.js';
+import { checkServingFlags, markDefaultSubcommand, unknownCommand } from './suggest.js';
 import { addWebhookCommands } from './webhooks.js';
 
 /** A serving flag as the settings table (src/config/settings.ts) describes it; only its help is shown here. */
@@ -124,8 +125,7 @@ Examples:
  * environment variables and says which value is wrong and why.
  */
 function addServeCommand(program: Command, parts: CommandLineParts): void {
-  const serve = program
-    .command('serve', { isDefault: true })
+  const serve = markDefaultSubcommand(program.command('serve', { isDefault: true }))
     .description('serve the sandbox (the default command): shipping-sandbox [serve] [flags]')
     .usage('[flags]')
     .allowUnknownOption()
@@ -140,8 +140,12 @@ function addServeCommand(program: Command, parts: CommandLineParts): void {
     .action(async (_options, command: Command) => {
       const [first] = command.args;
       // A word where a flag should be: most likely a mistyped command, not a serving flag.
-      if (first !== undefined && !first.startsWith('-'))
-        program.error(`error: unknown command '${first}'`, { exitCode: USAGE_ERROR });
+      if (first !== undefined && !first.startsWith('-')) unknownCommand(program, first);
+      checkServingFlags(
+        command,
+        command.args,
+        parts.servingFlags.map((flag) => flag.flag),
+      );
       await parts.serve(command.args);
     });
   serve.addHelpText(

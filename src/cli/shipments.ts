@@ -11,6 +11,7 @@ import {
   type ShipmentList,
   type Tracking,
 } from './format.js';
+import { asDefaultSubcommand } from './suggest.js';
 
 /** `shipments` and `scenarios`: find a shipment, force its tracking status, play it a scenario. */
 export function addShipmentCommands(program: Command): void {
@@ -21,8 +22,7 @@ export function addShipmentCommands(program: Command): void {
     );
 
   controlAction(
-    shipments
-      .command('list', { isDefault: true })
+    asDefaultSubcommand(shipments.command('list', { isDefault: true }))
       .description('list shipments, newest first, with their tracking numbers')
       .option('--status <status>', 'only shipments in this status (created, label_generated, in_transit, …)')
       .option('--limit <n>', 'how many', parseLimit, 20),
