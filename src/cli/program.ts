@@ -4,7 +4,11 @@ import { addClockCommands } from './clock.js';
 import { addConformanceCommand, type RunConformance } from './conformance.js';
 import { Exit } from './control.js';
 import { addEventCommands } from './events.js';
+import { addFaultCommands } from './faults.js';
+import { addKeyCommands } from './keys.js';
+import { addLogCommands } from './logs.js';
 import { addReportCommands } from './report.js';
+import { addResetCommand } from './reset.js';
 import { SandboxError, UnreachableError } from './sandbox-api.js';
 import { addShipmentCommands } from './shipments.js';
 import { checkServingFlags, markDefaultSubcommand, unknownCommand } from './suggest.js';
@@ -85,10 +89,15 @@ export function createProgram(parts: CommandLineParts): Command {
   program.commandsGroup('Events and webhooks:');
   addEventCommands(program);
   addWebhookCommands(program);
+  program.commandsGroup('Requests and faults:');
+  addLogCommands(program);
+  addFaultCommands(program);
   program.commandsGroup('Integration report:');
   addReportCommands(program);
   program.commandsGroup('Accounts:');
   addAccountCommands(program);
+  addKeyCommands(program);
+  addResetCommand(program);
   program.commandsGroup('Conformance:');
   addConformanceCommand(program, parts.conformance, parts.version);
   program.addHelpText('after', CONTROL_HELP);
@@ -113,6 +122,8 @@ Examples:
   shipping-sandbox shipments advance shp_… delivered
   shipping-sandbox trigger tracking.delivered   send a sample event to the webhooks
   shipping-sandbox listen                       print webhook deliveries as they happen
+  shipping-sandbox webhooks create https://127.0.0.1:8787/hooks --events tracking.delivered
+  shipping-sandbox logs tail --status 4xx,5xx   print the account's failing requests as they happen
   shipping-sandbox accounts create --plan starter
   shipping-sandbox report --junit report.xml    judge the client; exits with 1 when a check fails
   shipping-sandbox conformance --target https://api.example.com/v1 --key svc_test_…

@@ -25,11 +25,12 @@ export function addShipmentCommands(program: Command): void {
     asDefaultSubcommand(shipments.command('list', { isDefault: true }))
       .description('list shipments, newest first, with their tracking numbers')
       .option('--status <status>', 'only shipments in this status (created, label_generated, in_transit, …)')
-      .option('--limit <n>', 'how many', parseLimit, 20),
+      .option('--limit <n>', 'how many, up to 100', parseLimit, 20),
     async ({ api, out }, { options }) => {
       const query = new URLSearchParams({ limit: String(options.limit) });
       if (options.status !== undefined) query.set('status', String(options.status));
-      out.answer(await api.get<ShipmentList>(`/v1/shipments?${query}`), formatShipments);
+      // The sandbox's own list, not GET /v1/shipments: looking counts nowhere against the account.
+      out.answer(await api.get<ShipmentList>(`/_sandbox/shipments?${query}`), formatShipments);
     },
   );
 
