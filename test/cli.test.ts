@@ -99,6 +99,7 @@ describe.concurrent('the command line: help and version', () => {
         'faults',
         'keys',
         'reset',
+        'completion',
       ])
         expect(help.stdout).toMatch(new RegExp(`^  ${command}\\b`, 'm'));
       expect(serve.code).toBe(0);
@@ -174,6 +175,7 @@ describe.concurrent('the command line: usage errors exit with 2 before calling t
     [['reset'], /reset cannot be undone: add --yes/],
     [['logs', 'tail', '--status', '6xx'], /'6xx' is not a status/],
     [['logs', 'tail', '--method', 'FETCH'], /'FETCH' is not a method/],
+    [['completion', 'tcsh'], /Allowed choices are bash, zsh, fish/],
   ])(
     '%j',
     async (args, message) => {

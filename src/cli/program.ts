@@ -1,6 +1,7 @@
 import { Command, CommanderError, Help, Option } from 'commander';
 import { addAccountCommands } from './accounts.js';
 import { addClockCommands } from './clock.js';
+import { addCompletionCommands } from './completion.js';
 import { addConformanceCommand, type RunConformance } from './conformance.js';
 import { Exit } from './control.js';
 import { addEventCommands } from './events.js';
@@ -100,6 +101,8 @@ export function createProgram(parts: CommandLineParts): Command {
   addResetCommand(program);
   program.commandsGroup('Conformance:');
   addConformanceCommand(program, parts.conformance, parts.version);
+  program.commandsGroup('Shell:');
+  addCompletionCommands(program);
   program.addHelpText('after', CONTROL_HELP);
   return program;
 }
