@@ -34,7 +34,9 @@ export function addWebhookCommands(program: Command): void {
     asDefaultSubcommand(webhooks.command('list', { isDefault: true })).description(
       "list the account's webhooks, to find an id",
     ),
-    async ({ api, out }) => out.answer(await api.get<WebhookList>('/_sandbox/webhooks'), formatWebhooks),
+    // All of them (an account has at most 100), as a paged list gives them at once.
+    async ({ api, out }) =>
+      out.answer(await api.get<WebhookList>('/_sandbox/webhooks?limit=100'), formatWebhooks),
   );
 
   controlAction(
