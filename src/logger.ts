@@ -40,8 +40,11 @@ export function formatLine(log: Line, messageKey = 'msg'): string {
   const message = String(log[messageKey] ?? '');
   const account = log.account === undefined ? '' : `  ${log.account}`;
   switch (message) {
-    case 'request':
-      return `${log.method} ${log.path} ${log.status} ${log.duration_ms} ms${account}`;
+    case 'request': {
+      const error =
+        log.code === undefined ? '' : ` ${log.code}${log.field === undefined ? '' : ` (${log.field})`}`;
+      return `${log.method} ${log.path} ${log.status}${error} ${log.duration_ms} ms${account}`;
+    }
     case 'step': {
       const details = [log.status, log.tracking_number].filter((part) => part !== undefined).join(' ');
       return `step ${log.kind} ${log.subject}${details ? ` ${details}` : ''}${account}`;

@@ -267,20 +267,25 @@ export type Sandbox = Awaited<ReturnType<typeof createSandbox>>;
 export type App = Sandbox['app'];
 
 /**
- * One line a request at `info`: what was asked, the answer, how long it took, and for which account.
- * A client that left before its request was read (499) got no answer: that line is `debug`.
+ * One line a request at `info`: what was asked, the answer (with an error's code and field), how long
+ * it took, and for which account. A client that left before its request was read (499) got no answer:
+ * that line is `debug`.
  */
 function logRequests(logger: Logger): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const started = performance.now();
     await next();
     const duration_ms = Math.round((performance.now() - started) * 10) / 10;
+    // The error answered is at hand (see respondWithError): its body is never read again.
+    const error = c.get('answeredError');
     logger[c.res.status === 499 ? 'debug' : 'info'](
       {
         method: c.req.method,
         path: c.req.path,
         status: c.res.status,
         duration_ms,
+        code: error?.code,
+        field: error?.field,
         account: c.get('caller')?.accountId,
       },
       'request',

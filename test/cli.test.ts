@@ -91,9 +91,15 @@ describe.concurrent('the command line: help and version', () => {
         'shipments',
         'scenarios',
         'trigger',
+        'webhooks',
         'deliveries',
         'listen',
         'emails',
+        'logs',
+        'faults',
+        'keys',
+        'reset',
+        'completion',
       ])
         expect(help.stdout).toMatch(new RegExp(`^  ${command}\\b`, 'm'));
       expect(serve.code).toBe(0);
@@ -130,7 +136,46 @@ describe.concurrent('the command line: usage errors exit with 2 before calling t
     [['deliveries'], /missing required argument 'webhook-id'/],
     [['clock', '--json', '--pretty'], /cannot be used with/],
     [['clock', '--url', 'not a url'], /'not a url' is not a URL/],
-    [['clokc'], /unknown command 'clokc'/],
+    [['clokc'], /unknown command 'clokc'\n\(Did you mean clock\?\)/],
+    // Did you mean: commands, subcommands (a group's default one too), options, serving flags.
+    [['clock', 'advnce', '2h'], /unknown command 'advnce' for 'clock'\n\(Did you mean advance\?\)/],
+    [['shipments', 'lst'], /unknown command 'lst' for 'shipments'\n\(Did you mean list\?\)/],
+    [['webhooks', 'delte', 'wh_1'], /unknown command 'delte' for 'webhooks'\n\(Did you mean delete\?\)/],
+    [['accounts', 'creat'], /unknown command 'creat'\n\(Did you mean create\?\)/],
+    [['logs', 'tial'], /unknown command 'tial'\n\(Did you mean tail\?\)/],
+    [['shipments', '--limt', '3'], /unknown option '--limt'\n\(Did you mean --limit\?\)/],
+    [['trigger', 'tracking.delivered', '--jsn'], /unknown option '--jsn'\n\(Did you mean --json\?\)/],
+    [['--prot', '0'], /unknown option '--prot'\n\(Did you mean --port\?\)/],
+    [['serve', '--memory', '--https-prt=0'], /unknown option '--https-prt'\n\(Did you mean --https-port\?\)/],
+    // Bad input to the new commands, durations first.
+    [
+      ['faults', 'create', '/v1/rates', '--delay', 'soon'],
+      /Not a duration: give a number of seconds, or a number with ms, s, m, h or d/,
+    ],
+    [['faults', 'create', '/v1/rates', '--delay', '2m'], /Not a duration from 0ms to 1m\./],
+    [['faults', 'create', '/v1/rates', '--delay', '90'], /Not a duration from 0ms to 1m\./],
+    [
+      ['faults', 'create', '/v1/rates', '--retry-after', '1.5s'],
+      /Not a duration from 0ms to 1d in whole seconds/,
+    ],
+    [['faults', 'create', '/v1/rates', '--status', '302'], /Not a status from 400 to 599/],
+    [
+      ['faults', 'create', '/v1/rates', '--method', 'FETCH'],
+      /Allowed choices are GET, POST, PATCH, PUT, DELETE/,
+    ],
+    [['faults', 'delete'], /give a fault id or --all/],
+    [['faults', 'delete', 'flt_1', '--all'], /give a fault id or --all/],
+    [
+      ['webhooks', 'create', 'https://shop.example.com/hooks', '--events', 'parcel.lost'],
+      /Not an event: parcel.lost/,
+    ],
+    [['webhooks', 'create'], /missing required argument 'url'/],
+    [['keys', 'create', 'CI', '--scopes', 'shipments:delete'], /Not a scope: shipments:delete/],
+    [['keys', 'revoke'], /missing required argument 'key-id'/],
+    [['reset'], /reset cannot be undone: add --yes/],
+    [['logs', 'tail', '--status', '6xx'], /'6xx' is not a status/],
+    [['logs', 'tail', '--method', 'FETCH'], /'FETCH' is not a method/],
+    [['completion', 'tcsh'], /Allowed choices are bash, zsh, fish/],
   ])(
     '%j',
     async (args, message) => {
@@ -496,9 +541,7 @@ describe('the readable output', () => {
   });
 
   it('shows shipments, tracking and e-mails', () => {
-    expect(formatShipments({ data: [], meta: { total: 0, cursor: null, has_more: false } })).toBe(
-      'No shipments yet.\n',
-    );
+    expect(formatShipments({ data: [] })).toBe('No shipments yet.\n');
     const tracking = formatTracking({
       tracking_number: '9400',
       carrier: 'usps',

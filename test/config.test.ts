@@ -122,6 +122,17 @@ describe('command line', () => {
     ]);
   });
 
+  it('takes durations with units, and a plain number as seconds', () => {
+    expect(parse(['--webhook-timeout', '90']).webhookTimeoutMs).toBe(90_000);
+    expect(parse(['--webhook-timeout', '1.5s']).webhookTimeoutMs).toBe(1500);
+    expect(parse(['--webhook-timeout', '250ms']).webhookTimeoutMs).toBe(250);
+    expect(parse(['--shutdown-timeout', '2m']).shutdownTimeoutMs).toBe(120_000);
+    expect(parse([], { SANDBOX_SHUTDOWN_TIMEOUT: '0' }).shutdownTimeoutMs).toBe(0);
+    expect(() => parse(['--shutdown-timeout', 'a while'])).toThrow(
+      "Invalid value 'a while' for --shutdown-timeout: must be a duration: a number of seconds, or a number with ms, s, m, h or d (500ms, 90s, 5m, 2h, 3d).",
+    );
+  });
+
   it('takes none for a ladder without retries, and whole seconds up to 30 days', () => {
     expect(parse(['--webhook-retries', 'none']).webhookRetries).toEqual([]);
     expect(parse(['--webhook-retries', '1,30d,1.5h']).webhookRetries).toEqual([

@@ -11,6 +11,7 @@ const entry = (n: number) => ({
   query: '',
   status: 200,
   code: null,
+  field: null,
   durationMs: 1,
   at: Date.UTC(2026, 10, 22, 8, 0, n % 60),
   wallAt: Date.UTC(2026, 10, 22, 8, 0, n % 60),
@@ -73,6 +74,7 @@ describe('journal entries of the API', () => {
       query: '',
       status: 422,
       code: 'invalid_field',
+      field: 'events',
       duration_ms: expect.any(Number),
       // The account's clock runs 60 times faster than the wall clock: a second is a minute.
       at: '2026-11-22T08:01:00Z',

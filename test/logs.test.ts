@@ -85,6 +85,9 @@ describe('the server log', () => {
         });
         const shipment = await call('POST', '/v1/shipments', shipmentRequest({ carrier: 'usps' }));
         const label = await call('POST', '/v1/labels', { shipment_id: shipment.id });
+        // Refused: the line names the code and the field to blame; a missing route names its code.
+        await call('POST', '/v1/labels', { shipment_id: shipment.id, format: 'gif' });
+        await call('GET', '/v1/nowhere');
         // A day on: the label's first steps run, and the label.generated delivery has its outcome.
         await call('POST', '/_sandbox/clock/advance', { by: '1d' });
 
@@ -102,6 +105,26 @@ describe('the server log', () => {
         });
         expect(request.duration_ms).toEqual(expect.any(Number));
         expect(request.time).toMatch(/^\d{4}-\d\d-\d\dT/);
+
+        expect(request).not.toHaveProperty('code');
+        const refused = parsed(
+          await until(
+            (line) => isJson(line) && parsed(line).msg === 'request' && parsed(line).status === 422,
+          ),
+        );
+        expect(refused).toMatchObject({
+          path: '/v1/labels',
+          status: 422,
+          code: 'invalid_field',
+          field: 'format',
+        });
+        const noRoute = parsed(
+          await until(
+            (line) => isJson(line) && parsed(line).msg === 'request' && parsed(line).status === 404,
+          ),
+        );
+        expect(noRoute).toMatchObject({ path: '/v1/nowhere', code: 'route_not_found' });
+        expect(noRoute).not.toHaveProperty('field');
 
         const step = parsed(await until((line) => isJson(line) && parsed(line).msg === 'step'));
         expect(step).toMatchObject({
@@ -177,6 +200,13 @@ describe('a readable log line', () => {
         duration_ms: 3.2,
       }),
     ).toBe('POST /v1/labels 201 3.2 ms  acct_1');
+    const refused = { ...base, msg: 'request', method: 'POST', path: '/v1/labels', duration_ms: 1.5 };
+    expect(formatLine({ ...refused, status: 422, code: 'invalid_field', field: 'format' })).toBe(
+      'POST /v1/labels 422 invalid_field (format) 1.5 ms  acct_1',
+    );
+    expect(formatLine({ ...refused, status: 404, code: 'not_found' })).toBe(
+      'POST /v1/labels 404 not_found 1.5 ms  acct_1',
+    );
   });
 
   it('says a step and a delivery in one line', () => {

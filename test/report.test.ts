@@ -456,6 +456,7 @@ describe('what the report keeps of requests', () => {
       query: '',
       status: 200,
       code: null,
+      field: null,
       durationMs: 1,
       at: n,
       wallAt: n,

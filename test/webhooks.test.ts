@@ -178,6 +178,62 @@ describe('registration', () => {
       'status',
     );
   });
+
+  it("registers, lists and deletes under /_sandbox for the sandbox's own tools, counting nowhere", async () => {
+    const sandbox = createTestSandbox();
+    const account = await sandbox.newAccount();
+    const reader = await sandbox.call('POST', '/_sandbox/keys', {
+      key: account,
+      body: { name: 'reader', scopes: ['shipments:read'] },
+    });
+    const made = await sandbox.call('POST', '/_sandbox/webhooks', {
+      key: account,
+      body: { url: 'https://shop.example.com/hooks', events: ['tracking.delivered'], secret: SECRET },
+    });
+    expect(made.status).toBe(201);
+    expect(made.json).toEqual({
+      id: expect.stringMatching(/^wh_/),
+      url: 'https://shop.example.com/hooks',
+      events: ['tracking.delivered'],
+      status: 'active',
+      created_at: expect.any(String),
+    });
+    // The same webhook as the API's, refused for the same reasons.
+    expect((await sandbox.call('GET', `/v1/webhooks/${made.json.id}`, { key: account })).status).toBe(200);
+    expectError(
+      await sandbox.call('POST', '/_sandbox/webhooks', {
+        key: account,
+        body: { url: 'https://shop.example.com/hooks', events: [], secret: SECRET },
+      }),
+      422,
+      'invalid_field',
+      'events',
+    );
+    expectError(
+      await sandbox.call('POST', '/_sandbox/webhooks', {
+        key: reader.json.value,
+        body: { url: 'https://shop.example.com/hooks', events: ['tracking.delivered'], secret: SECRET },
+      }),
+      403,
+      'insufficient_scope',
+    );
+    const listed = await sandbox.call('GET', '/_sandbox/webhooks', { key: reader.json.value });
+    expect(listed.json.data.map((w: { id: string }) => w.id)).toEqual([made.json.id]);
+    expect(
+      (await sandbox.call('DELETE', `/_sandbox/webhooks/${made.json.id}`, { key: account })).json,
+    ).toEqual({ id: made.json.id, deleted: true });
+    expectError(
+      await sandbox.call('DELETE', `/_sandbox/webhooks/${made.json.id}`, { key: account }),
+      404,
+      'not_found',
+    );
+    expect((await sandbox.call('GET', '/_sandbox/webhooks', { key: account })).json.data).toEqual([]);
+    // Only the API's own read was journaled (the report judges the merchant's client from the journal).
+    const journal = (await sandbox.call('GET', '/_sandbox/requests', { key: account })).json.data;
+    expect(journal.map((r: { method: string; path: string }) => `${r.method} ${r.path}`)).toEqual([
+      `GET /v1/webhooks/${made.json.id}`,
+    ]);
+  });
 });
 
 describe('delivery', () => {

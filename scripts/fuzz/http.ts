@@ -37,11 +37,24 @@ export async function send(origin: string, request: FuzzRequest, timeoutMs = 30_
   }
   let text: string;
   try {
-    text = await response.text();
+    text = await readAnswer(response);
   } catch (error) {
     throw new NoAnswer(`the answer was cut off: ${describeFailure(error)}`);
   }
   return { status: response.status, headers: response.headers, text };
+}
+
+/**
+ * The answer's text. A stream of server-sent events (`GET /_sandbox/requests/stream`) never ends: its
+ * first chunk stands for it, and the stream is closed.
+ */
+async function readAnswer(response: Response): Promise<string> {
+  const mediaType = response.headers.get('content-type')?.split(';')[0]?.trim();
+  if (mediaType !== 'text/event-stream' || !response.body) return response.text();
+  const reader = response.body.getReader();
+  const first = await reader.read();
+  await reader.cancel();
+  return first.value ? new TextDecoder().decode(first.value) : '';
 }
 
 function describeFailure(error: unknown): string {

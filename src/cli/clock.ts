@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { controlAction, parseDuration, parsePositiveNumber } from './control.js';
 import { type AdvancedClock, type Clock, formatAdvancedClock, formatClock } from './format.js';
+import { asDefaultSubcommand } from './suggest.js';
 
 /** `clock`: read the account's clock, move it, freeze it, set its speed. */
 export function addClockCommands(program: Command): void {
@@ -11,9 +12,9 @@ export function addClockCommands(program: Command): void {
     );
 
   controlAction(
-    clock
-      .command('show', { isDefault: true })
-      .description('print the clock: its time, speed, and whether it is frozen'),
+    asDefaultSubcommand(clock.command('show', { isDefault: true })).description(
+      'print the clock: its time, speed, and whether it is frozen',
+    ),
     async ({ api, out }) => out.answer(await api.get<Clock>('/_sandbox/clock'), formatClock),
   );
 

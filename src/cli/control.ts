@@ -1,6 +1,6 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { DEFAULT_ACCOUNT } from '../accounts/default-account.js';
-import { durationMillis } from '../core/duration.js';
+import { DURATION_FORMAT, durationMillis, formatDuration } from '../core/duration.js';
 import { Output, outputMode } from './output.js';
 import { SandboxApi, SandboxError, UnreachableError } from './sandbox-api.js';
 
@@ -109,10 +109,26 @@ export function controlAction(
 /** `clock advance 90m`: checked here, so a typo is a usage error and not a request. */
 export function parseDuration(text: string): string {
   if (durationMillis(text) === undefined)
-    throw new InvalidArgumentError(
-      'Not a duration: give seconds, or a number with s, m, h or d (90s, 5m, 2h, 3d).',
-    );
+    throw new InvalidArgumentError(`Not a duration: give ${DURATION_FORMAT}.`);
   return text;
+}
+
+/**
+ * A duration flag whose milliseconds the command sends (`faults create --delay 2s`): read as every
+ * duration is (a plain number is seconds), within `range`, and in whole seconds if asked.
+ */
+export function durationParser(range: { min: number; max: number; wholeSeconds?: boolean }) {
+  return (text: string): number => {
+    const millis = durationMillis(text);
+    if (millis === undefined) throw new InvalidArgumentError(`Not a duration: give ${DURATION_FORMAT}.`);
+    const whole = range.wholeSeconds ? Number.isInteger(millis / 1000) : Number.isInteger(millis);
+    if (millis < range.min || millis > range.max || !whole)
+      throw new InvalidArgumentError(
+        `Not a duration from ${formatDuration(range.min)} to ${formatDuration(range.max)}` +
+          `${range.wholeSeconds ? ' in whole seconds' : ''}.`,
+      );
+    return millis;
+  };
 }
 
 export function parsePositiveNumber(text: string): number {

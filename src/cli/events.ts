@@ -1,7 +1,14 @@
 import { Argument, type Command, Option } from 'commander';
 import { EVENT_TYPES } from '../events/schema.js';
 import { controlAction, parseLimit } from './control.js';
-import { type EventEnvelope, type EventList, formatEvents, formatTriggered } from './format.js';
+import {
+  type EventEnvelope,
+  type EventList,
+  formatEvents,
+  formatTriggered,
+  notSentWarning,
+  type WebhookList,
+} from './format.js';
 
 /** `trigger` and `events`: fire a sample event at the account's webhooks, and read the event log. */
 export function addEventCommands(program: Command): void {
@@ -10,8 +17,16 @@ export function addEventCommands(program: Command): void {
       .command('trigger')
       .description("fire an event with sample data to the account's webhooks, as `stripe trigger` does")
       .addArgument(new Argument('<event>', 'the event').choices(EVENT_TYPES)),
-    async ({ api, out }, { args: [event] }) =>
-      out.answer(await api.post<EventEnvelope>('/_sandbox/events/trigger', { event }), formatTriggered),
+    async ({ api, out }, { args: [event] }) => {
+      const triggered = await api.post<EventEnvelope>('/_sandbox/events/trigger', { event });
+      // All of them: an account has at most 100 webhooks, and a paged list gives that many at once.
+      const webhooks = (await api.get<WebhookList>('/_sandbox/webhooks?limit=100')).data.data;
+      const subscribed = webhooks.filter((webhook) => webhook.events.includes(triggered.data.event));
+      out.answer(triggered, (envelope) => formatTriggered(envelope, subscribed));
+      // Said on stderr too, so that a script reading the JSON on stdout hears of it.
+      if (!subscribed.some((webhook) => webhook.status === 'active'))
+        process.stderr.write(`${notSentWarning(triggered.data.event, subscribed)}\n`);
+    },
   );
 
   controlAction(

@@ -1,7 +1,16 @@
 import type { z } from 'zod';
-import type { AccountCreatedSchema } from '../accounts/schema.js';
+import type {
+  AccountCreatedSchema,
+  AccountSchema,
+  CreatedKeySchema,
+  KeyListSchema,
+  RevokedKeySchema,
+} from '../accounts/schema.js';
 import type { AdvancedClockSchema, ClockSchema } from '../clock/schema.js';
-import type { EventSchema } from '../events/schema.js';
+import { SCOPES } from '../core/actor.js';
+import { EVENT_TYPES, type EventSchema } from '../events/schema.js';
+import type { FaultSchema } from '../faults/schema.js';
+import type { JournalEntry } from '../journal/journal.js';
 import type { ShipmentListSchema } from '../shipments/schema.js';
 import type { TrackingSchema } from '../tracking/schema.js';
 import type { AttemptListSchema, AttemptSchema, WebhookListSchema } from '../webhooks/schema.js';
@@ -14,14 +23,26 @@ import { table } from './output.js';
 
 export type Clock = z.infer<typeof ClockSchema>;
 export type AdvancedClock = z.infer<typeof AdvancedClockSchema>;
-export type ShipmentList = z.infer<typeof ShipmentListSchema>;
+/** `GET /_sandbox/shipments`: the newest shipments (no `meta`: it does not page). */
+export type ShipmentList = { data: z.infer<typeof ShipmentListSchema>['data'] };
 export type Tracking = z.infer<typeof TrackingSchema>;
 export type EventEnvelope = z.infer<typeof EventSchema>;
 export type EventList = { data: z.infer<typeof EventSchema>[] };
 export type WebhookList = z.infer<typeof WebhookListSchema>;
+export type Webhook = WebhookList['data'][number];
 export type Attempt = z.infer<typeof AttemptSchema>;
 export type AttemptList = z.infer<typeof AttemptListSchema>;
 export type AccountCreated = z.infer<typeof AccountCreatedSchema>;
+export type Account = z.infer<typeof AccountSchema>;
+export type KeyList = z.infer<typeof KeyListSchema>;
+export type CreatedKey = z.infer<typeof CreatedKeySchema>;
+export type RevokedKey = z.infer<typeof RevokedKeySchema>;
+export type Fault = z.infer<typeof FaultSchema>;
+/** `GET /_sandbox/faults`: `meta` once the list is paged. */
+export type FaultList = { data: Fault[]; meta?: { has_more: boolean } };
+export type { JournalEntry };
+
+const EVENT_COUNT = EVENT_TYPES.length;
 
 /** `POST /_sandbox/shipments/:id/scenario` (its schema is private to its routes). */
 export interface ScenarioStarted {
@@ -69,8 +90,7 @@ function ranDetail(item: AdvancedClock['ran'][number]): string {
 
 export function formatShipments(list: ShipmentList): string {
   const rows = list.data.map((s) => [s.id, s.status, s.carrier, s.service, s.tracking_number, s.created_at]);
-  const shown = `${list.data.length} of ${list.meta.total}${list.meta.has_more ? ' (newest first; --limit for more)' : ''}`;
-  return `${table(['ID', 'STATUS', 'CARRIER', 'SERVICE', 'TRACKING', 'CREATED'], rows, 'No shipments yet.')}${list.data.length > 0 ? `${shown}\n` : ''}`;
+  return table(['ID', 'STATUS', 'CARRIER', 'SERVICE', 'TRACKING', 'CREATED'], rows, 'No shipments yet.');
 }
 
 export function formatTracking(tracking: Tracking): string {
@@ -94,11 +114,25 @@ export function formatScenarios(list: ScenarioList): string {
   return table(['NAME', 'STEPS', 'ENDS', 'DESCRIPTION'], rows, 'No scenarios.');
 }
 
-export function formatTriggered(event: EventEnvelope): string {
-  return (
-    `Triggered ${event.event} as ${event.id} at ${event.created_at}.\n` +
-    'Webhooks subscribed to it get it now: see `shipping-sandbox deliveries <webhook-id>`.\n'
-  );
+/** A triggered event, and which of the account's webhooks it went to. */
+export function formatTriggered(event: EventEnvelope, subscribed: readonly Webhook[]): string {
+  const active = subscribed.filter((webhook) => webhook.status === 'active');
+  const sent =
+    active.length === 0
+      ? `${notSentWarning(event.event, subscribed)}\n`
+      : `Delivering to ${active.map((webhook) => webhook.id).join(', ')}: see \`shipping-sandbox deliveries <webhook-id>\`.\n`;
+  return `Triggered ${event.event} as ${event.id} at ${event.created_at}.\n${sent}`;
+}
+
+/** Why a triggered event went nowhere, and what to do about it. */
+export function notSentWarning(event: string, subscribed: readonly Webhook[]): string {
+  if (subscribed.length === 0)
+    return (
+      `warning: no webhook is subscribed to ${event}, so it was sent nowhere; subscribe one with ` +
+      `\`shipping-sandbox webhooks create <url> --events ${event}\``
+    );
+  const idle = subscribed.map((webhook) => `${webhook.id} (${webhook.status})`).join(', ');
+  return `warning: the webhooks subscribed to ${event} are not active, so it was sent nowhere: ${idle}`;
 }
 
 export function formatEvents(list: EventList): string {
@@ -113,8 +147,20 @@ export function formatWebhooks(list: WebhookList): string {
   return table(
     ['ID', 'STATUS', 'EVENTS', 'URL'],
     list.data.map((w) => [w.id, w.status, w.events.join(','), w.url]),
-    'No webhooks: register one with POST /v1/webhooks.',
+    'No webhooks: register one with `shipping-sandbox webhooks create <url>`.',
   );
+}
+
+/** A webhook just registered, and the secret the command made for it (shown only now). */
+export function formatWebhookCreated(webhook: Webhook, madeSecret?: string): string {
+  const events = webhook.events.length === EVENT_COUNT ? 'every event' : webhook.events.join(', ');
+  return [
+    `Created ${webhook.id}: ${events} to ${webhook.url}`,
+    ...(madeSecret === undefined
+      ? []
+      : [`Its signing secret (shown only now; the sandbox never shows it again): ${madeSecret}`]),
+    '',
+  ].join('\n');
 }
 
 export function formatAttempts(list: AttemptList): string {
@@ -167,6 +213,84 @@ export function formatAccountCreated(account: AccountCreated): string {
     `  export SHIPPING_SANDBOX_KEY=${account.api_key}`,
     '',
   ].join('\n');
+}
+
+export function formatKeys(list: KeyList): string {
+  return table(
+    ['ID', 'NAME', 'SCOPES', 'ENDS', 'LAST USED', 'REVOKED', 'CREATED'],
+    list.data.map((key) => [
+      key.id,
+      key.name,
+      scopesText(key.scopes),
+      key.last4,
+      key.last_used_at ?? 'never',
+      key.revoked_at,
+      key.created_at,
+    ]),
+    'No keys.',
+  );
+}
+
+export function formatKeyCreated(key: CreatedKey): string {
+  return [
+    `Created key ${key.id} (${key.name}), scopes: ${scopesText(key.scopes)}.`,
+    `Its value (shown only now): ${key.value}`,
+    '',
+    `  export SHIPPING_SANDBOX_KEY=${key.value}`,
+    '',
+  ].join('\n');
+}
+
+const scopesText = (scopes: readonly string[]) =>
+  scopes.length === SCOPES.length ? 'all' : scopes.join(',');
+
+export function formatFaults(list: FaultList): string {
+  const rows = list.data.map((f) => [
+    f.id,
+    f.method ?? 'any',
+    f.path,
+    faultEffect(f),
+    leftText(f),
+    f.created_at,
+  ]);
+  const more = list.meta?.has_more ? 'More rules than shown: --limit for more.\n' : '';
+  return `${table(['ID', 'METHOD', 'PATH', 'EFFECT', 'LEFT', 'CREATED'], rows, 'No fault rules.')}${more}`;
+}
+
+/** A fault rule on one line: what it matches, what it does, for how long. */
+export function formatFault(fault: Fault): string {
+  return `${fault.id}: ${fault.method ?? 'any method'} ${fault.path}: ${faultEffect(fault)}; ${leftText(fault)}\n`;
+}
+
+function faultEffect(fault: Fault): string {
+  const steps: string[] = [];
+  if (fault.delay_ms > 0) steps.push(`wait ${fault.delay_ms} ms`);
+  if (fault.drop) steps.push('drop the connection');
+  if (fault.status !== null)
+    steps.push(
+      `answer ${fault.status} ${fault.code ?? ''}${fault.retry_after === null ? '' : ` (Retry-After ${fault.retry_after} s)`}`,
+    );
+  return steps.join(', then ');
+}
+
+const leftText = (fault: Fault) => (fault.remaining === null ? 'until deleted' : `${fault.remaining} left`);
+
+/**
+ * One request of the journal on one line, as `logs tail` prints it: when (on the account's clock),
+ * what, the answer (an error's code and field), how long it took, and its id.
+ */
+export function formatRequest(entry: JournalEntry): string {
+  const answer = entry.status === 0 ? 'dropped' : String(entry.status);
+  const error = entry.code === null ? '' : ` ${entry.code}${entry.field === null ? '' : ` (${entry.field})`}`;
+  const parts = [
+    entry.at,
+    `${entry.method} ${entry.path}${entry.query === '' ? '' : `?${entry.query}`}`,
+    `${answer}${error}`,
+    `${entry.duration_ms} ms`,
+    entry.key_revoked ? `revoked key ${entry.key_id}` : undefined,
+    entry.id,
+  ];
+  return `${parts.filter((part) => part !== undefined).join('  ')}\n`;
 }
 
 function tryText(attempt: Attempt): string {

@@ -1,12 +1,18 @@
 import { Command, CommanderError, Help, Option } from 'commander';
 import { addAccountCommands } from './accounts.js';
 import { addClockCommands } from './clock.js';
+import { addCompletionCommands } from './completion.js';
 import { addConformanceCommand, type RunConformance } from './conformance.js';
 import { Exit } from './control.js';
 import { addEventCommands } from './events.js';
+import { addFaultCommands } from './faults.js';
+import { addKeyCommands } from './keys.js';
+import { addLogCommands } from './logs.js';
 import { addReportCommands } from './report.js';
+import { addResetCommand } from './reset.js';
 import { SandboxError, UnreachableError } from './sandbox-api.js';
 import { addShipmentCommands } from './shipments.js';
+import { checkServingFlags, markDefaultSubcommand, unknownCommand } from './suggest.js';
 import { addWebhookCommands } from './webhooks.js';
 
 /** A serving flag as the settings table (src/config/settings.ts) describes it; only its help is shown here. */
@@ -84,12 +90,19 @@ export function createProgram(parts: CommandLineParts): Command {
   program.commandsGroup('Events and webhooks:');
   addEventCommands(program);
   addWebhookCommands(program);
+  program.commandsGroup('Requests and faults:');
+  addLogCommands(program);
+  addFaultCommands(program);
   program.commandsGroup('Integration report:');
   addReportCommands(program);
   program.commandsGroup('Accounts:');
   addAccountCommands(program);
+  addKeyCommands(program);
+  addResetCommand(program);
   program.commandsGroup('Conformance:');
   addConformanceCommand(program, parts.conformance, parts.version);
+  program.commandsGroup('Shell:');
+  addCompletionCommands(program);
   program.addHelpText('after', CONTROL_HELP);
   return program;
 }
@@ -112,6 +125,8 @@ Examples:
   shipping-sandbox shipments advance shp_… delivered
   shipping-sandbox trigger tracking.delivered   send a sample event to the webhooks
   shipping-sandbox listen                       print webhook deliveries as they happen
+  shipping-sandbox webhooks create https://127.0.0.1:8787/hooks --events tracking.delivered
+  shipping-sandbox logs tail --status 4xx,5xx   print the account's failing requests as they happen
   shipping-sandbox accounts create --plan starter
   shipping-sandbox report --junit report.xml    judge the client; exits with 1 when a check fails
   shipping-sandbox conformance --target https://api.example.com/v1 --key svc_test_…
@@ -124,8 +139,7 @@ Examples:
  * environment variables and says which value is wrong and why.
  */
 function addServeCommand(program: Command, parts: CommandLineParts): void {
-  const serve = program
-    .command('serve', { isDefault: true })
+  const serve = markDefaultSubcommand(program.command('serve', { isDefault: true }))
     .description('serve the sandbox (the default command): shipping-sandbox [serve] [flags]')
     .usage('[flags]')
     .allowUnknownOption()
@@ -140,8 +154,12 @@ function addServeCommand(program: Command, parts: CommandLineParts): void {
     .action(async (_options, command: Command) => {
       const [first] = command.args;
       // A word where a flag should be: most likely a mistyped command, not a serving flag.
-      if (first !== undefined && !first.startsWith('-'))
-        program.error(`error: unknown command '${first}'`, { exitCode: USAGE_ERROR });
+      if (first !== undefined && !first.startsWith('-')) unknownCommand(program, first);
+      checkServingFlags(
+        command,
+        command.args,
+        parts.servingFlags.map((flag) => flag.flag),
+      );
       await parts.serve(command.args);
     });
   serve.addHelpText(

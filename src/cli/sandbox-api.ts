@@ -57,6 +57,25 @@ export class SandboxApi {
     return this.call<T>('POST', path, body, options.bearer);
   }
 
+  delete<T>(path: string): Promise<Answer<T>> {
+    return this.call<T>('DELETE', path);
+  }
+
+  /**
+   * A stream of server-sent events (`GET /_sandbox/requests/stream`): the answer, open, once the
+   * sandbox has accepted the key; its body is the stream. `signal` ends it.
+   */
+  async stream(path: string, signal?: AbortSignal): Promise<Response> {
+    const response = await this.send('GET', path, { accept: 'text/event-stream' }, undefined, signal);
+    const mediaType = response.headers.get('content-type')?.split(';')[0]?.trim();
+    if (response.ok && mediaType === 'text/event-stream') return response;
+    // A refusal is the contract's JSON error: read as any other answer.
+    await this.read(response, 'GET', path);
+    throw new UnreachableError(
+      `${this.origin} answered GET ${path} with ${response.status} and no event stream: is --url the sandbox's address?`,
+    );
+  }
+
   /**
    * `bearer` replaces the key (the admin token that creating accounts may need); `null` sends none.
    */
@@ -67,23 +86,39 @@ export class SandboxApi {
     bearer?: string | null,
   ): Promise<Answer<T>> {
     const headers: Record<string, string> = { accept: 'application/json' };
-    const token = bearer === undefined ? this.connection.key : bearer;
-    if (token !== null) headers.authorization = `Bearer ${token}`;
     if (body !== undefined) headers['content-type'] = 'application/json';
-    let response: Response;
+    const response = await this.send(method, path, headers, body, undefined, bearer);
+    return this.read<T>(response, method, path);
+  }
+
+  private async send(
+    method: string,
+    path: string,
+    headers: Record<string, string>,
+    body?: unknown,
+    signal?: AbortSignal,
+    bearer?: string | null,
+  ): Promise<Response> {
+    const token = bearer === undefined ? this.connection.key : bearer;
     try {
-      response = await fetch(`${this.origin}${path}`, {
+      return await fetch(`${this.origin}${path}`, {
         method,
-        headers,
+        headers: token === null ? headers : { ...headers, authorization: `Bearer ${token}` },
         body: body === undefined ? undefined : JSON.stringify(body),
+        signal,
       });
     } catch (error) {
+      if (signal?.aborted) throw error;
       const reason = (error as { cause?: { code?: string; message?: string } }).cause;
       throw new UnreachableError(
         `cannot reach the sandbox at ${this.origin} (${reason?.code ?? reason?.message ?? (error as Error).message}); ` +
           'is it running? Start one with `shipping-sandbox`, or point --url (SHIPPING_SANDBOX_URL) at yours.',
       );
     }
+  }
+
+  /** The answer's JSON, or the sandbox's refusal as a SandboxError. */
+  private async read<T>(response: Response, method: string, path: string): Promise<Answer<T>> {
     const text = await response.text();
     let data: unknown;
     try {

@@ -11,6 +11,7 @@ import {
   type ShipmentList,
   type Tracking,
 } from './format.js';
+import { asDefaultSubcommand } from './suggest.js';
 
 /** `shipments` and `scenarios`: find a shipment, force its tracking status, play it a scenario. */
 export function addShipmentCommands(program: Command): void {
@@ -21,15 +22,15 @@ export function addShipmentCommands(program: Command): void {
     );
 
   controlAction(
-    shipments
-      .command('list', { isDefault: true })
+    asDefaultSubcommand(shipments.command('list', { isDefault: true }))
       .description('list shipments, newest first, with their tracking numbers')
       .option('--status <status>', 'only shipments in this status (created, label_generated, in_transit, …)')
-      .option('--limit <n>', 'how many', parseLimit, 20),
+      .option('--limit <n>', 'how many, up to 100', parseLimit, 20),
     async ({ api, out }, { options }) => {
       const query = new URLSearchParams({ limit: String(options.limit) });
       if (options.status !== undefined) query.set('status', String(options.status));
-      out.answer(await api.get<ShipmentList>(`/v1/shipments?${query}`), formatShipments);
+      // The sandbox's own list, not GET /v1/shipments: looking counts nowhere against the account.
+      out.answer(await api.get<ShipmentList>(`/_sandbox/shipments?${query}`), formatShipments);
     },
   );
 

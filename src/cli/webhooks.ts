@@ -1,6 +1,9 @@
+import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type Command, InvalidArgumentError } from 'commander';
+import { type Command, InvalidArgumentError, Option } from 'commander';
 import { durationMillis } from '../core/duration.js';
+import { EVENT_TYPES } from '../events/schema.js';
+import { SECRET_LENGTH } from '../webhooks/schema.js';
 import { type Control, controlAction, parseLimit, segment } from './control.js';
 import {
   type Attempt,
@@ -9,16 +12,67 @@ import {
   formatAttempt,
   formatAttempts,
   formatEmails,
+  formatWebhookCreated,
   formatWebhooks,
+  type Webhook,
   type WebhookList,
 } from './format.js';
-import { SandboxError, UnreachableError } from './sandbox-api.js';
+import { type Answer, SandboxError, UnreachableError } from './sandbox-api.js';
+import { asDefaultSubcommand } from './suggest.js';
 
-/** `webhooks`, `deliveries`, `redeliver`, `listen`, `emails`: what the account's receivers were sent. */
+/**
+ * `webhooks` (list, create, delete), `deliveries`, `redeliver`, `listen`, `emails`: the account's
+ * receivers and what they were sent. The webhooks are managed under `/_sandbox`, where nothing the
+ * command does counts against the account's own client.
+ */
 export function addWebhookCommands(program: Command): void {
+  const webhooks = program
+    .command('webhooks')
+    .description('list (the default); create <url> registers one; delete <webhook-id> removes one');
+
   controlAction(
-    program.command('webhooks').description("list the account's webhooks, to find an id"),
-    async ({ api, out }) => out.answer(await api.get<WebhookList>('/v1/webhooks'), formatWebhooks),
+    asDefaultSubcommand(webhooks.command('list', { isDefault: true })).description(
+      "list the account's webhooks, to find an id",
+    ),
+    // All of them (an account has at most 100), as a paged list gives them at once.
+    async ({ api, out }) =>
+      out.answer(await api.get<WebhookList>('/_sandbox/webhooks?limit=100'), formatWebhooks),
+  );
+
+  controlAction(
+    webhooks
+      .command('create')
+      .description('register a webhook; prints the signing secret it made, when none is given')
+      .argument('<url>', 'where deliveries go (http:// is taken for loopback hosts)')
+      .addOption(
+        new Option('--events <names>', 'the events it subscribes to, separated by commas')
+          .argParser(parseEvents)
+          .default([...EVENT_TYPES], 'all seven'),
+      )
+      .option(
+        '--secret <secret>',
+        `its signing secret, ${SECRET_LENGTH.min} to ${SECRET_LENGTH.max} characters (default: a new one)`,
+      ),
+    async ({ api, out }, { args: [url], options }) => {
+      const given = options.secret as string | undefined;
+      const secret = given ?? newSecret();
+      const answer = await api.post<Webhook>('/_sandbox/webhooks', { url, events: options.events, secret });
+      // The sandbox never shows a secret again: one it made is printed with the webhook, once.
+      const shown = given === undefined ? withSecret(answer, secret) : answer;
+      out.answer(shown, (webhook) => formatWebhookCreated(webhook, given === undefined ? secret : undefined));
+    },
+  );
+
+  controlAction(
+    webhooks
+      .command('delete')
+      .description('delete a webhook: it gets no more deliveries')
+      .argument('<webhook-id>', 'the webhook (wh_…; see `shipping-sandbox webhooks`)'),
+    async ({ api, out }, { args: [id] }) =>
+      out.answer(
+        await api.delete<{ id: string }>(`/_sandbox/webhooks/${segment(id)}`),
+        (deleted) => `Deleted ${deleted.id}.\n`,
+      ),
   );
 
   controlAction(
@@ -115,6 +169,27 @@ async function deliveriesOf(api: Control['api'], id: string, asked: boolean): Pr
     if (!asked && error instanceof SandboxError && error.status === 404) return [];
     throw error;
   }
+}
+
+/** A signing secret as `stripe listen` makes one: `whsec_` and 32 random bytes. */
+function newSecret(): string {
+  return `whsec_${randomBytes(32).toString('base64url')}`;
+}
+
+/** The answer with the secret the command made, for a script reading the JSON. */
+function withSecret(answer: Answer<Webhook>, secret: string): Answer<Webhook & { secret: string }> {
+  const data = { ...answer.data, secret };
+  return { ...answer, data, text: JSON.stringify(data) };
+}
+
+function parseEvents(text: string): string[] {
+  const events = text.split(',').map((event) => event.trim());
+  const unknown = events.filter((event) => !(EVENT_TYPES as readonly string[]).includes(event));
+  if (unknown.length > 0 || events.length === 0)
+    throw new InvalidArgumentError(
+      `Not an event: ${unknown.join(', ')}. Events are ${EVENT_TYPES.join(', ')}.`,
+    );
+  return events;
 }
 
 function parseInterval(text: string): number {

@@ -691,7 +691,11 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Delete a webhook, for the sandbox's own tools (the command line's `webhooks delete`)
+         * @description The same as `DELETE /v1/webhooks/{id}` (body, answer, errors, events and scope), for the sandbox's own tools such as the dashboard: it is not rate-limited, the request journal and the integration report do not see it, and fault rules do not apply. An integration calls the `/v1` route.
+         */
+        delete: operations["sandboxDeleteWebhook"];
         options?: never;
         head?: never;
         /**
@@ -834,6 +838,26 @@ export interface paths {
         };
         /** The account's recent API requests (the last 1,000), newest first */
         get: operations["listRequests"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/_sandbox/requests/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The account's API requests as they happen, as server-sent events
+         * @description One `request` event a request the journal records, `id` its `req_…` id and `data` the `JournalEntry` as JSON. A comment line every 15 s keeps the connection alive. When the client reads slower than requests come, entries are left out and a `dropped` event says how many (`{"count": n}`). Watching counts nowhere: not in the account's rate limits, its journal or its integration report.
+         */
+        get: operations["streamRequests"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1933,6 +1957,8 @@ export interface components {
             status: number;
             /** @description the error's code when the answer was an error */
             code: string | null;
+            /** @description the error's field, when one field was to blame (`to.zip`) */
+            field: string | null;
             duration_ms: number;
             /**
              * Format: date-time
@@ -8287,6 +8313,114 @@ export interface operations {
             };
         };
     };
+    sandboxDeleteWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeletedWebhook"];
+                };
+            };
+            /** @description No valid API key: `invalid_api_key`, `missing_api_key` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_api_key" | "missing_api_key";
+                        };
+                    };
+                };
+            };
+            /** @description Forbidden: `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "insufficient_scope";
+                        };
+                    };
+                };
+            };
+            /** @description Not found: `not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "not_found";
+                        };
+                    };
+                };
+            };
+            /** @description Method not allowed: `method_not_allowed` */
+            405: {
+                headers: {
+                    /** @description The methods this path takes, such as `GET, POST` */
+                    Allow: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "method_not_allowed";
+                        };
+                    };
+                };
+            };
+            /** @description Unexpected error: `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "internal_error";
+                        };
+                    };
+                };
+            };
+            /** @description Insufficient storage: `insufficient_storage` */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "insufficient_storage";
+                        };
+                    };
+                };
+            };
+        };
+    };
     sandboxUpdateWebhook: {
         parameters: {
             query?: never;
@@ -9427,6 +9561,84 @@ export interface operations {
                             code: "invalid_parameter";
                         };
                     };
+                };
+            };
+            /** @description No valid API key: `invalid_api_key`, `missing_api_key` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_api_key" | "missing_api_key";
+                        };
+                    };
+                };
+            };
+            /** @description Forbidden: `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "insufficient_scope";
+                        };
+                    };
+                };
+            };
+            /** @description Method not allowed: `method_not_allowed` */
+            405: {
+                headers: {
+                    /** @description The methods this path takes, such as `GET, POST` */
+                    Allow: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "method_not_allowed";
+                        };
+                    };
+                };
+            };
+            /** @description Unexpected error: `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "internal_error";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    streamRequests: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The stream; it ends when the client goes away or the sandbox stops */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
                 };
             };
             /** @description No valid API key: `invalid_api_key`, `missing_api_key` */

@@ -1,4 +1,4 @@
-import { durationMillis } from '../core/duration.js';
+import { DURATION_FORMAT, durationMillis } from '../core/duration.js';
 import { z } from '../core/zod.js';
 
 /** The values settings take, from a flag's or a variable's text: each parsed, or refused with a reason. */
@@ -16,11 +16,11 @@ export const booleanText = z
   )
   .transform((v) => ['1', 'true', 'yes', 'on'].includes(v));
 
-/** A duration flag: `10s`, `500ms`, `1m`, or seconds. */
+/** A duration flag: `10s`, `500ms`, `1m`, or seconds, read as the control commands read theirs. */
 export const durationText = z.string().transform((text, ctx) => {
   const millis = durationMillis(text);
   if (millis === undefined) {
-    ctx.addIssue({ code: 'custom', message: 'must be a duration such as 10s, 500ms or 1m' });
+    ctx.addIssue({ code: 'custom', message: `must be a duration: ${DURATION_FORMAT}` });
     return z.NEVER;
   }
   return millis;

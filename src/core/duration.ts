@@ -13,6 +13,13 @@ export function durationMillis(value: unknown): number | undefined {
   return Number.isFinite(millis) ? millis : undefined;
 }
 
+/** How a duration is written: the words every flag, argument and message that takes one uses. */
+export const DURATION_FORMAT =
+  'a number of seconds, or a number with ms, s, m, h or d (500ms, 90s, 5m, 2h, 3d)';
+
+/** A length of time as the duration rule writes it: `1m`, `500ms`, `30d`. */
+export const formatDuration = (millis: number): string => ms(millis);
+
 const SECOND_MS = 1000;
 const MAX_RETRY_DELAY_MS = 30 * 24 * 60 * 60 * SECOND_MS;
 /** At most this many retries after a failed webhook delivery (the contract's bound). */

@@ -1,5 +1,6 @@
 import type { HttpBindings } from '@hono/node-server';
 import type { Caller } from '../core/actor.js';
+import type { ApiError } from '../core/errors.js';
 
 /** The app's environment: what Node's adapter binds, and what middleware puts on each request. */
 export interface AppEnv {
@@ -15,5 +16,7 @@ export interface AppEnv {
     bodyText: string;
     /** Set when an injected fault dropped the connection: there is no answer to journal. */
     dropped: boolean;
+    /** The error the request was answered with, when it was (see `respondWithError`). */
+    answeredError: ApiError;
   };
 }

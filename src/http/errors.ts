@@ -4,6 +4,7 @@ import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { Logger } from 'pino';
 import { ApiError } from '../core/errors.js';
 import { insufficientStorage, isDiskFull } from '../core/storage-errors.js';
+import type { AppEnv } from './context.js';
 
 /** Hono's own exceptions (thrown by its validators and body reading) in the contract's words. */
 function fromHttpException(error: HTTPException): ApiError {
@@ -24,6 +25,11 @@ function fromHttpException(error: HTTPException): ApiError {
 }
 
 export function respondWithError(c: Context, error: ApiError): Response {
+  // What was answered, for the middleware that note it (the journal, the request log): also when it
+  // came from another error (a 500 for a crash), or from no error thrown at all (a 404 for no route).
+  // Not in `c.error`, which stays what was thrown: Hono's middleware read it (methodNotAllowed leaves
+  // alone a 404 that an error made).
+  (c as Context<AppEnv>).set('answeredError', error);
   for (const [name, value] of Object.entries(error.headers)) c.header(name, value);
   // The core speaks of any status from 400 to 599 (faults choose theirs); every one of them has a body.
   return c.json(error.toBody(), error.status as ContentfulStatusCode);

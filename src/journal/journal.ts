@@ -15,6 +15,8 @@ export interface JournaledRequest {
   status: number;
   /** The contract's error code when the answer was an error. */
   code: string | null;
+  /** The error's `field`, when one field was to blame. */
+  field: string | null;
   durationMs: number;
   /** When it arrived, on the account's clock. */
   at: number;
@@ -39,6 +41,7 @@ export interface JournalEntry {
   query: string;
   status: number;
   code: string | null;
+  field: string | null;
   duration_ms: number;
   at: string;
   wall_at: string;
@@ -48,7 +51,10 @@ export interface JournalEntry {
   body_sha256: string | null;
 }
 
-/** Hears of every request as it is journaled, for the integration report's bounded observations. */
+/**
+ * Hears of every request as it is journaled: the integration report's bounded observations, and each
+ * open `GET /_sandbox/requests/stream`.
+ */
 export type RequestListener = (accountId: string, request: JournaledRequest) => void;
 
 const ENTRIES_PER_ACCOUNT = 1000;
@@ -61,6 +67,7 @@ export function presentRequest(request: JournaledRequest): JournalEntry {
     query: request.query,
     status: request.status,
     code: request.code,
+    field: request.field,
     duration_ms: request.durationMs,
     at: formatTimestamp(request.at),
     wall_at: formatTimestamp(request.wallAt),
@@ -78,10 +85,17 @@ export function presentRequest(request: JournaledRequest): JournalEntry {
  */
 export class RequestJournal {
   private readonly rings = new Map<string, { entries: JournaledRequest[]; next: number }>();
-  private readonly listeners: RequestListener[] = [];
+  private readonly listeners = new Set<RequestListener>();
 
-  observe(listener: RequestListener): void {
-    this.listeners.push(listener);
+  /** Tells `listener` of each request from now on, until the function it answers is called. */
+  observe(listener: RequestListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** How many listeners hear of requests (a stream that ended must not leave its listener behind). */
+  get listenerCount(): number {
+    return this.listeners.size;
   }
 
   record(accountId: string, entry: JournaledRequest): void {

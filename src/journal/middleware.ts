@@ -2,7 +2,6 @@ import { createHash } from 'node:crypto';
 import type { Context, MiddlewareHandler } from 'hono';
 import { createMiddleware } from 'hono/factory';
 import type { Caller } from '../core/actor.js';
-import { ApiError } from '../core/errors.js';
 import { newId } from '../core/ids.js';
 import { bearerKey } from '../http/auth.js';
 import type { AppEnv } from '../http/context.js';
@@ -44,7 +43,7 @@ async function noteRequest(
   wallAt: number,
 ): Promise<void> {
   const caller = c.get('caller') as Caller | undefined;
-  const error = c.error instanceof ApiError ? c.error : undefined;
+  const error = c.get('answeredError');
   const revoked =
     caller === undefined && error?.code === 'invalid_api_key'
       ? await revokedKey(c.req.header('authorization'), deps.revokedKeyOf)
@@ -63,6 +62,7 @@ async function noteRequest(
     query: queryStart === -1 ? '' : url.slice(queryStart + 1),
     status: c.get('dropped') ? 0 : c.res.status,
     code: error?.code ?? null,
+    field: error?.field ?? null,
     durationMs: Math.round((performance.now() - started) * 100) / 100,
     at: who.now,
     wallAt,

@@ -1,6 +1,7 @@
 import type { SandboxModule } from '../module.js';
 import { RequestJournal } from './journal.js';
 import { journalRoutes } from './sandbox-routes.js';
+import { addRequestStream } from './stream-routes.js';
 
 declare module '../module.js' {
   interface Ports {
@@ -9,8 +10,8 @@ declare module '../module.js' {
 }
 
 /**
- * The request journal: each account's recent API requests, in memory (no tables). Its middleware
- * is a step of the API's prelude.
+ * The request journal: each account's recent API requests, in memory (no tables), and their stream.
+ * Its middleware is a step of the API's prelude.
  */
 export function journalModule(): SandboxModule {
   return {
@@ -18,7 +19,13 @@ export function journalModule(): SandboxModule {
     build({ provide }) {
       const journal = new RequestJournal();
       provide('journal', { journal });
-      return { controls: journalRoutes(journal), reset: (_tx, accountId) => journal.forget(accountId) };
+      const controls = journalRoutes(journal);
+      const endStreams = addRequestStream(controls, journal);
+      return {
+        controls,
+        reset: (_tx, accountId) => journal.forget(accountId),
+        close: async () => endStreams(),
+      };
     },
   };
 }

@@ -18,6 +18,10 @@ const RequestEntrySchema = z
     query: z.string(),
     status: z.number().int().openapi({ description: '0 when an injected fault dropped the connection' }),
     code: z.string().nullable().openapi({ description: "the error's code when the answer was an error" }),
+    field: z
+      .string()
+      .nullable()
+      .openapi({ description: "the error's field, when one field was to blame (`to.zip`)" }),
     duration_ms: z.number(),
     at: TimestampSchema.openapi({ description: "when it arrived, on the account's clock" }),
     wall_at: TimestampSchema.openapi({ description: 'when it arrived, by the wall clock' }),

@@ -21,6 +21,7 @@ import {
   AttemptListSchema,
   AttemptSchema,
   CreateWebhookSchema,
+  DeletedWebhookSchema,
   ProbeResultSchema,
   SentAttemptSchema,
   UpdateWebhookSchema,
@@ -50,8 +51,8 @@ const EmailListSchema = z
   .openapi('EmailList');
 
 /**
- * Inspection of webhook traffic, redelivery, the e-mail outbox, and the dashboard's twins of listing,
- * registering and changing webhooks (see http/twin.ts).
+ * Inspection of webhook traffic, redelivery, the e-mail outbox, and the twins of listing, registering,
+ * changing and deleting webhooks that the dashboard and the command line use (see http/twin.ts).
  */
 export function webhookControlRoutes(
   db: Sql,
@@ -116,6 +117,25 @@ export function webhookControlRoutes(
         presentWebhook(await webhooks.update(c.get('caller'), c.req.valid('param').id, c.req.valid('json'))),
         200,
       ),
+  );
+
+  router.openapi(
+    createRoute({
+      method: 'delete',
+      path: '/webhooks/{id}',
+      operationId: 'sandboxDeleteWebhook',
+      tags,
+      summary: "Delete a webhook, for the sandbox's own tools (the command line's `webhooks delete`)",
+      description: twinDescription('DELETE /v1/webhooks/{id}'),
+      security,
+      middleware: [requireScope('shipments:write')] as const,
+      request: { params: IdParam },
+      responses: {
+        200: jsonResponse(DeletedWebhookSchema, 'Deleted'),
+        ...controlErrors(...ErrorCodes.lookup, ...ErrorCodes.write),
+      },
+    }),
+    async (c) => c.json(await webhooks.delete(c.get('caller'), c.req.valid('param').id), 200),
   );
 
   router.openapi(

@@ -1,0 +1,269 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { serve } from '@hono/node-server';
+import { OpenAPIHono } from '@hono/zod-openapi';
+import { createParser, type EventSourceMessage } from 'eventsource-parser';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { testConfig } from '../src/config/index.js';
+import type { Caller } from '../src/core/actor.js';
+import { SCOPES } from '../src/core/actor.js';
+import type { AppEnv } from '../src/http/context.js';
+import { errorHandler } from '../src/http/errors.js';
+import { createRouter } from '../src/http/router.js';
+import { type JournaledRequest, RequestJournal } from '../src/journal/journal.js';
+import { addRequestStream } from '../src/journal/stream-routes.js';
+import { type RunningSandbox, startServer } from '../src/server.js';
+import { callSandbox, newAccountAt } from './cli-harness.js';
+import { capturingLogger, shipmentRequest } from './helpers.js';
+
+/**
+ * `GET /_sandbox/requests/stream` over a real socket: what it sends, to whom, that watching costs the
+ * account nothing, and that a stream leaves nothing behind once its client has gone.
+ */
+
+interface OpenStream {
+  status: number;
+  contentType: string | null;
+  /** Resolves with the next event (comments included, as `{event: 'comment'}`) that `test` accepts. */
+  next(test?: (message: EventSourceMessage) => boolean): Promise<EventSourceMessage>;
+  /** Every event so far. */
+  seen: EventSourceMessage[];
+  /** Resolves once the server has ended the stream. */
+  ended: Promise<void>;
+  close(): void;
+}
+
+async function openStream(
+  url: string,
+  key: string,
+  headers: Record<string, string> = {},
+): Promise<OpenStream> {
+  const abort = new AbortController();
+  const response = await fetch(url, {
+    headers: { authorization: `Bearer ${key}`, ...headers },
+    signal: abort.signal,
+  });
+  const seen: EventSourceMessage[] = [];
+  const waiters: { test: (m: EventSourceMessage) => boolean; resolve: (m: EventSourceMessage) => void }[] =
+    [];
+  const hear = (message: EventSourceMessage) => {
+    seen.push(message);
+    for (const waiter of [...waiters])
+      if (waiter.test(message)) {
+        waiters.splice(waiters.indexOf(waiter), 1);
+        waiter.resolve(message);
+      }
+  };
+  const parser = createParser({
+    onEvent: hear,
+    onComment: (comment) => hear({ event: 'comment', data: comment.trim() }),
+  });
+  const ended = (async () => {
+    if (!response.body) return;
+    const decoder = new TextDecoder();
+    try {
+      for await (const chunk of response.body)
+        parser.feed(decoder.decode(chunk as Uint8Array, { stream: true }));
+    } catch {
+      // Aborted by the test.
+    }
+  })();
+  return {
+    status: response.status,
+    contentType: response.headers.get('content-type'),
+    seen,
+    ended,
+    next: (test = () => true) =>
+      new Promise((resolve) => {
+        const found = seen.find(test);
+        if (found) return resolve(found);
+        waiters.push({ test, resolve });
+      }),
+    close: () => abort.abort(),
+  };
+}
+
+describe('GET /_sandbox/requests/stream on a running sandbox', () => {
+  let sandbox: RunningSandbox;
+  beforeAll(async () => {
+    sandbox = await startServer(testConfig());
+  });
+  afterAll(() => sandbox.close());
+
+  const api = (method: string, path: string, key: string, body?: unknown) =>
+    callSandbox(sandbox.origin, method, path, key, body);
+
+  it("sends each of the account's requests as the journal records it, and only the account's", async () => {
+    const [key, other] = await Promise.all([newAccountAt(sandbox.origin), newAccountAt(sandbox.origin)]);
+    const stream = await openStream(`${sandbox.origin}/_sandbox/requests/stream`, key);
+    try {
+      expect(stream.status).toBe(200);
+      expect(stream.contentType).toBe('text/event-stream');
+      await api('GET', '/v1/shipments', other);
+      const created = await api('POST', '/v1/shipments', key, shipmentRequest({ carrier: 'usps' }));
+      await api('POST', '/v1/labels', key, { shipment_id: created.body.id, format: 'gif' });
+
+      const refused = await stream.next((m) => m.event === 'request' && m.data.includes('/v1/labels'));
+      const requests = stream.seen.filter((m) => m.event === 'request').map((m) => JSON.parse(m.data));
+      expect(requests).toEqual([
+        expect.objectContaining({ method: 'POST', path: '/v1/shipments', status: 201, code: null }),
+        expect.objectContaining({
+          method: 'POST',
+          path: '/v1/labels',
+          status: 422,
+          code: 'invalid_field',
+          field: 'format',
+        }),
+      ]);
+      // The event's id is the entry's, as the journal lists it.
+      const journal = (await api('GET', '/_sandbox/requests', key)).body.data;
+      expect(refused.id).toBe(journal[0].id);
+      expect(JSON.parse(refused.data)).toEqual(journal[0]);
+    } finally {
+      stream.close();
+    }
+  });
+
+  it('costs the account nothing: no rate limit, no journal entry, no report evidence', async () => {
+    const key = await newAccountAt(sandbox.origin);
+    const remaining = async () =>
+      Number(
+        (
+          await fetch(`${sandbox.origin}/v1/shipments`, { headers: { authorization: `Bearer ${key}` } })
+        ).headers.get('x-ratelimit-remaining'),
+      );
+    const before = await remaining();
+    const streams = await Promise.all(
+      [1, 2, 3].map(() => openStream(`${sandbox.origin}/_sandbox/requests/stream`, key)),
+    );
+    for (const stream of streams) stream.close();
+    // Only the two reads of the limit count: the three streams do not.
+    expect(await remaining()).toBe(before - 1);
+    const journal = (await api('GET', '/_sandbox/requests', key)).body.data;
+    expect(journal.map((entry: { path: string }) => entry.path)).toEqual(['/v1/shipments', '/v1/shipments']);
+  });
+
+  it('refuses a missing key and a key without shipments:read, in the contract error body', async () => {
+    const key = await newAccountAt(sandbox.origin);
+    const made = await api('POST', '/_sandbox/keys', key, { name: 'rates only', scopes: ['rates:read'] });
+    const noKey = await fetch(`${sandbox.origin}/_sandbox/requests/stream`);
+    expect(noKey.status).toBe(401);
+    expect(((await noKey.json()) as any).error.code).toBe('missing_api_key');
+    const narrow = await fetch(`${sandbox.origin}/_sandbox/requests/stream`, {
+      headers: { authorization: `Bearer ${made.body.value}` },
+    });
+    expect(narrow.status).toBe(403);
+    expect(((await narrow.json()) as any).error.code).toBe('insufficient_scope');
+  });
+
+  it('ends open streams when the sandbox shuts down, so they do not hold the shutdown up', async () => {
+    const own = await startServer(testConfig());
+    const key = await newAccountAt(own.origin);
+    const stream = await openStream(`${own.origin}/_sandbox/requests/stream`, key);
+    const started = performance.now();
+    // Ten seconds of grace, as the command line gives: a stream left open would take all of them.
+    await own.shutdown(10_000);
+    expect(performance.now() - started).toBeLessThan(5000);
+    await stream.ended;
+  });
+});
+
+describe('the request stream, alone on a socket', () => {
+  const caller = (accountId: string): Caller => ({ accountId, keyId: 'key_1', scopes: SCOPES, now: 0 });
+  const entry = (n: number, overrides: Partial<JournaledRequest> = {}): JournaledRequest => ({
+    id: `req_${n}`,
+    method: 'GET',
+    path: '/v1/shipments',
+    query: '',
+    status: 200,
+    code: null,
+    field: null,
+    durationMs: 1,
+    at: Date.UTC(2026, 10, 22, 8, 0, 0),
+    wallAt: Date.UTC(2026, 10, 22, 8, 0, 0),
+    answeredWallAt: Date.UTC(2026, 10, 22, 8, 0, 0),
+    keyId: 'key_1',
+    keyRevoked: false,
+    retryAfter: null,
+    bodySha256: null,
+    ...overrides,
+  });
+
+  /** The route mounted alone, the account named by the `x-account` header, over Node's adapter. */
+  async function serveStream(heartbeatMs: number) {
+    const journal = new RequestJournal();
+    const router = createRouter();
+    const endAll = addRequestStream(router, journal, { heartbeatMs });
+    const app = new OpenAPIHono<AppEnv>();
+    app.onError(errorHandler(capturingLogger().logger));
+    app.use('*', (c, next) => {
+      c.set('caller', caller(c.req.header('x-account') ?? 'acct_a'));
+      return next();
+    });
+    app.route('/', router);
+    const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
+      const started = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 }, () => resolve(started));
+    });
+    const { port } = server.address() as AddressInfo;
+    return {
+      journal,
+      endAll,
+      url: `http://127.0.0.1:${port}/requests/stream`,
+      close: () =>
+        new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          (server as Server).closeAllConnections();
+        }),
+    };
+  }
+
+  it('stops listening to the journal once its client goes away: no listener is left behind', async () => {
+    const served = await serveStream(60_000);
+    try {
+      const streams = await Promise.all([1, 2, 3].map(() => openStream(served.url, 'any')));
+      expect(served.journal.listenerCount).toBe(3);
+      served.journal.record('acct_a', entry(1));
+      for (const stream of streams)
+        expect((await stream.next((m) => m.event === 'request')).id).toBe('req_1');
+
+      for (const stream of streams) stream.close();
+      await vi.waitFor(() => expect(served.journal.listenerCount).toBe(0), { timeout: 5000, interval: 10 });
+      // The journal goes on, and tells no one.
+      served.journal.record('acct_a', entry(2));
+    } finally {
+      await served.close();
+    }
+  });
+
+  it('says it is alive between requests, and ends every stream when asked', async () => {
+    const served = await serveStream(20);
+    try {
+      const stream = await openStream(served.url, 'any');
+      expect(await stream.next((m) => m.event === 'comment')).toMatchObject({ data: 'listening' });
+      expect(await stream.next((m) => m.data === 'heartbeat')).toMatchObject({ event: 'comment' });
+      served.endAll();
+      await stream.ended;
+      expect(served.journal.listenerCount).toBe(0);
+    } finally {
+      await served.close();
+    }
+  });
+
+  it("sends an account's requests to that account's streams only", async () => {
+    const served = await serveStream(60_000);
+    try {
+      const a = await openStream(served.url, 'any', { 'x-account': 'acct_a' });
+      const b = await openStream(served.url, 'any', { 'x-account': 'acct_b' });
+      served.journal.record('acct_b', entry(1));
+      served.journal.record('acct_a', entry(2));
+      expect((await a.next((m) => m.event === 'request')).id).toBe('req_2');
+      expect((await b.next((m) => m.event === 'request')).id).toBe('req_1');
+      expect(a.seen.filter((m) => m.event === 'request').map((m) => m.id)).toEqual(['req_2']);
+      expect(b.seen.filter((m) => m.event === 'request').map((m) => m.id)).toEqual(['req_1']);
+      a.close();
+      b.close();
+    } finally {
+      await served.close();
+    }
+  });
+});
