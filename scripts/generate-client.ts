@@ -11,6 +11,7 @@ import { pino } from 'pino';
 import ts from 'typescript';
 import { testConfig } from '../src/config/index.js';
 import { openDatabase } from '../src/db/database.js';
+import { sqliteDatabase } from '../src/db/sqlite.js';
 import { loadScenarios, scenarioDirectories } from '../src/scenarios/files.js';
 import { createSandbox } from '../src/wiring.js';
 
@@ -25,9 +26,9 @@ const HEADER = `/**
 
 /** The document as `GET /openapi.json` serves it, from a sandbox in this process. */
 export async function buildDocument(): Promise<OpenAPI3> {
-  const db = openDatabase(':memory:');
-  const sandbox = createSandbox({
-    db,
+  const database = sqliteDatabase(openDatabase(':memory:'), ':memory:');
+  const sandbox = await createSandbox({
+    database,
     config: testConfig(),
     logger: pino({ level: 'silent' }),
     scenarios: loadScenarios(scenarioDirectories(undefined)),
@@ -38,7 +39,7 @@ export async function buildDocument(): Promise<OpenAPI3> {
     return (await response.json()) as OpenAPI3;
   } finally {
     await sandbox.stop();
-    db.close();
+    await database.close();
   }
 }
 

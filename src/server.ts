@@ -166,7 +166,9 @@ async function startOwning(
       ),
     );
   const release = async () => {
-    await database.close().catch((error: unknown) => logger.warn({ err: error }, 'closing the database failed'));
+    await database
+      .close()
+      .catch((error: unknown) => logger.warn({ err: error }, 'closing the database failed'));
     lock?.release();
     tls?.dispose();
   };

@@ -6,7 +6,7 @@ import { startReceiver } from './receiver.js';
 
 describe('/_sandbox/keys', () => {
   it('creates a key shown once, lists it by its last four characters, and revokes it at once', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     await sandbox.call('POST', '/_sandbox/clock', { body: { frozen: true } });
     const created = await sandbox.call('POST', '/_sandbox/keys', {
       body: { name: 'CI', scopes: ['shipments:read'] },
@@ -50,7 +50,7 @@ describe('/_sandbox/keys', () => {
   });
 
   it('defaults to every scope and refuses bad input', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const all = await sandbox.call('POST', '/_sandbox/keys', { body: { name: 'all' } });
     expect(all.json.scopes).toEqual([
       'shipments:read',
@@ -85,7 +85,7 @@ describe('/_sandbox/keys', () => {
 
 describe('the admin token', () => {
   it('guards account creation when configured', async () => {
-    const sandbox = createTestSandbox({ adminToken: 'shared-secret-token' });
+    const sandbox = await createTestSandbox({ adminToken: 'shared-secret-token' });
     expectError(
       await sandbox.call('POST', '/_sandbox/accounts', { key: null, body: {} }),
       401,
@@ -112,7 +112,7 @@ describe('the admin token', () => {
 
 describe('/_sandbox/faults', () => {
   it('answers a chosen status and code for the next N matching requests', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const rule = await sandbox.call('POST', '/_sandbox/faults', {
       body: { method: 'GET', path: '/shipments*', status: 503, times: 2 },
     });
@@ -139,7 +139,7 @@ describe('/_sandbox/faults', () => {
   });
 
   it('answers 500 and 429 with Retry-After until removed', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const boom = (
       await sandbox.call('POST', '/_sandbox/faults', { body: { path: '/v1/rates', status: 500 } })
     ).json;
@@ -167,7 +167,7 @@ describe('/_sandbox/faults', () => {
   });
 
   it('uses a custom code and touches only its own account', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     await sandbox.call('POST', '/_sandbox/faults', {
       body: { path: '/v1/shipments', status: 502, code: 'carrier_unavailable' },
     });
@@ -193,7 +193,7 @@ describe('/_sandbox/faults', () => {
     [{ path: '/v1/shipments', status: 500, method: 'TRACE' }, 'invalid_field', 'method'],
     [{ path: '/v1/shipments', status: 500, colour: 'red' }, 'invalid_field', 'colour'],
   ])('refuses %j', async (body, code, field) => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     expectError(await sandbox.call('POST', '/_sandbox/faults', { body }), 422, code, field);
     expect((await sandbox.call('GET', '/_sandbox/faults')).json.data).toEqual([]);
   });
@@ -236,7 +236,7 @@ describe('/_sandbox/faults', () => {
 
 describe('/_sandbox/requests', () => {
   it('journals what the client really sent, newest first', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     await sandbox.call('POST', '/_sandbox/clock', { body: { frozen: true } });
     await sandbox.call('GET', '/v1/shipments?limit=5&status=created');
     await sandbox.call('POST', '/v1/shipments', { body: shipmentRequest() });
@@ -260,7 +260,7 @@ describe('/_sandbox/requests', () => {
 
 describe('/_sandbox/reset', () => {
   it('empties the account but its keys, resets its clock, and leaves other accounts alone', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const receiver = await startReceiver([500]);
     try {
       const other = await sandbox.newAccount();

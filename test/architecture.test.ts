@@ -158,8 +158,8 @@ describe('the import rules', () => {
 });
 
 describe('the modules', () => {
-  it("make every table between them, each table by one owner's migrations (the settings are the database layer's)", () => {
-    const sandbox = createTestSandbox();
+  it("make every table between them, each table by one owner's migrations (the settings are the database layer's)", async () => {
+    const sandbox = await createTestSandbox();
     const tablesOf = (db: Database.Database) =>
       db
         .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")

@@ -39,7 +39,7 @@ async function createShipment(sandbox: TestSandbox, key: string = DEFAULT_KEY): 
 
 describe('authentication', () => {
   it('answers 401 missing_api_key without an Authorization header', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     for (const [method, path] of [
       ['GET', '/v1/shipments'],
       ['POST', '/v1/shipments'],
@@ -52,7 +52,7 @@ describe('authentication', () => {
   });
 
   it('answers 401 missing_api_key for another scheme or an empty bearer', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const basic = Buffer.from(`${DEFAULT_KEY}:`).toString('base64');
     for (const authorization of [
       `Basic ${basic}`,
@@ -67,7 +67,7 @@ describe('authentication', () => {
   });
 
   it('accepts the bearer scheme in any case', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const response = await sandbox.call('GET', '/v1/shipments', {
       key: null,
       headers: { authorization: `bearer ${DEFAULT_KEY}` },
@@ -82,12 +82,12 @@ describe('authentication', () => {
     ['an unknown well-formed key', `svc_test_${'0'.repeat(32)}`],
     ['the default key with one character changed', `${DEFAULT_KEY.slice(0, -1)}1`],
   ])('answers 401 invalid_api_key for %s', async (_name, key) => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     expectError(await sandbox.call('GET', '/v1/shipments', { key }), 401, 'invalid_api_key');
   });
 
   it('answers 401 invalid_api_key to a live key, saying that the sandbox takes test keys', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const response = await sandbox.call('GET', '/v1/shipments', { key: `svc_live_${'a1'.repeat(16)}` });
     const error = expectError(response, 401, 'invalid_api_key');
     expect(error.message).toMatch(/test key/i);
@@ -95,7 +95,7 @@ describe('authentication', () => {
   });
 
   it('answers 401 invalid_api_key to a revoked key from the next request on', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const key = restrictedKey(sandbox, ['shipments:read', 'shipments:write']);
     expect((await sandbox.call('GET', '/v1/shipments', { key })).status).toBe(200);
 
@@ -115,14 +115,14 @@ describe('authentication', () => {
   });
 
   it('answers 401 invalid_api_key to the default key once it is revoked', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     await createShipment(sandbox);
     sandbox.stores.accounts.revokeKey(DEFAULT_ACCOUNT.id, DEFAULT_ACCOUNT.api_key.id, sandbox.wall.now);
     expectError(await sandbox.call('GET', '/v1/shipments'), 401, 'invalid_api_key');
   });
 
   it('stores keys hashed: no column of any row holds a key value', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const created = await sandbox.newAccount();
     const restricted = restrictedKey(sandbox, ['rates:read']);
     const rows = sandbox.db.prepare('SELECT * FROM api_keys').all() as Record<string, unknown>[];
@@ -145,7 +145,7 @@ describe('authentication', () => {
 
 describe('scopes', () => {
   it('lets a shipments:read key read but not write', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const id = await createShipment(sandbox);
     const key = restrictedKey(sandbox, ['shipments:read']);
 
@@ -169,14 +169,14 @@ describe('scopes', () => {
   });
 
   it('checks the scope before the body: an invalid body from a read-only key is still 403', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const key = restrictedKey(sandbox, ['shipments:read']);
     const response = await sandbox.call('POST', '/v1/shipments', { key, body: { parcel: 'none' } });
     expectError(response, 403, 'insufficient_scope');
   });
 
   it('lets a rates:read key compare rates but not read shipments', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const id = await createShipment(sandbox);
     const key = restrictedKey(sandbox, ['rates:read']);
 
@@ -191,7 +191,7 @@ describe('scopes', () => {
   });
 
   it('lets a shipments:write key create and cancel but not read', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const key = restrictedKey(sandbox, ['shipments:write']);
 
     const created = await sandbox.call('POST', '/v1/shipments', { key, body: shipmentRequest() });
@@ -204,7 +204,7 @@ describe('scopes', () => {
   });
 
   it('gives a key without the API scopes 403 on every API route', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const key = restrictedKey(sandbox, ['orders:read', 'billing:read']);
     for (const [method, path, body] of [
       ['GET', '/v1/shipments', undefined],
@@ -216,7 +216,7 @@ describe('scopes', () => {
   });
 
   it("applies the API's scopes to the sandbox controls (the contract's table; every route in sandbox-scopes)", async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const rates = restrictedKey(sandbox, ['rates:read']);
     expectError(await sandbox.call('GET', '/_sandbox/clock', { key: rates }), 403, 'insufficient_scope');
     const reader = restrictedKey(sandbox, ['shipments:read']);
@@ -228,7 +228,7 @@ describe('scopes', () => {
 
 describe('/_sandbox authentication and accounts', () => {
   it('needs a key for the sandbox controls', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     for (const [method, path, body] of [
       ['GET', '/_sandbox/clock', undefined],
       ['POST', '/_sandbox/clock', { frozen: true }],
@@ -248,7 +248,7 @@ describe('/_sandbox authentication and accounts', () => {
   });
 
   it.each(['starter', 'growth', 'enterprise'])('creates a %s account without a key', async (plan) => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const response = await sandbox.call('POST', '/_sandbox/accounts', {
       key: null,
       body: { name: 'Acme Widgets', plan },
@@ -264,7 +264,7 @@ describe('/_sandbox authentication and accounts', () => {
   });
 
   it('defaults the plan to growth and names the account', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const response = await sandbox.call('POST', '/_sandbox/accounts', { key: null, body: {} });
     expect(response.status).toBe(201);
     expect(response.json.plan).toBe('growth');
@@ -273,13 +273,13 @@ describe('/_sandbox authentication and accounts', () => {
   });
 
   it('creates an account from a request without a body', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const response = await sandbox.call('POST', '/_sandbox/accounts', { key: null });
     expect([response.status, response.json.plan]).toEqual([201, 'growth']);
   });
 
   it('gives each account its own id and key', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const a = await sandbox.call('POST', '/_sandbox/accounts', { key: null, body: {} });
     const b = await sandbox.call('POST', '/_sandbox/accounts', { key: null, body: {} });
     expect(a.json.id).not.toBe(b.json.id);
@@ -287,7 +287,7 @@ describe('/_sandbox authentication and accounts', () => {
   });
 
   it('answers 422 invalid_field plan to an unknown plan', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const response = await sandbox.call('POST', '/_sandbox/accounts', {
       key: null,
       body: { plan: 'platinum' },
@@ -296,19 +296,19 @@ describe('/_sandbox authentication and accounts', () => {
   });
 
   it('answers 422 invalid_field to an unknown field', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const response = await sandbox.call('POST', '/_sandbox/accounts', { key: null, body: { owner: 'me' } });
     expectError(response, 422, 'invalid_field', 'owner');
   });
 
   it('answers 422 invalid_field name to an empty name', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const response = await sandbox.call('POST', '/_sandbox/accounts', { key: null, body: { name: ' ' } });
     expectError(response, 422, 'invalid_field', 'name');
   });
 
   it("gives a key that works and sees none of the default account's shipments", async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     await createShipment(sandbox);
     await createShipment(sandbox);
     const key = await sandbox.newAccount('starter');

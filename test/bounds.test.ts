@@ -11,7 +11,7 @@ describe("bounds on the account clock's controls", () => {
     [{ by: 3650 * 86_400 + 1 }],
     [{ by: '3651d' }],
   ])('refuses %j with 422 invalid_field by, and the clock keeps working', async (body) => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const before = (await sandbox.call('GET', '/_sandbox/clock')).json;
     expectError(await sandbox.call('POST', '/_sandbox/clock/advance', { body }), 422, 'invalid_field', 'by');
     expect((await sandbox.call('GET', '/_sandbox/clock')).json).toEqual(before);
@@ -21,7 +21,7 @@ describe("bounds on the account clock's controls", () => {
   });
 
   it('moves ten years at a time up to the end of time, and not a second past it', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     await sandbox.call('POST', '/_sandbox/clock', { body: { frozen: true } });
     const moved = await sandbox.call('POST', '/_sandbox/clock/advance', { body: { by: '3650d' } });
     expect(moved.json.now).toBe('2036-11-19T08:00:00Z');
@@ -46,7 +46,7 @@ describe("bounds on the account clock's controls", () => {
   });
 
   it('stops a running clock at the end of time, whatever its speed', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     await sandbox.call('POST', '/_sandbox/clock', { body: { speed: 1_000_000 } });
     sandbox.wall.now += 400 * 86_400_000; // 400 real days at a million times: far past the year 9999
     expect((await sandbox.call('GET', '/_sandbox/clock')).json.now).toBe(END_OF_TIME);
@@ -56,7 +56,7 @@ describe("bounds on the account clock's controls", () => {
   });
 
   it('refuses a `to` past the year 9999 as 422 invalid_field to', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     for (const to of ['+010000-01-01T00:00:00Z', '10000-01-01T00:00:00Z', '275760-09-13T00:00:00Z']) {
       expectError(
         await sandbox.call('POST', '/_sandbox/clock/advance', { body: { to } }),
@@ -68,7 +68,7 @@ describe("bounds on the account clock's controls", () => {
   });
 
   it('counts both of two advances `by` made at once', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     await sandbox.call('POST', '/_sandbox/clock', { body: { frozen: true } });
     // A label gives the advances steps to run, so the first is still running when the second arrives.
     const shipment = await sandbox.newShipment();
@@ -88,7 +88,7 @@ describe("bounds on the account clock's controls", () => {
 
 describe('rate limits on a frozen clock', () => {
   it('end their window in real time, so Retry-After comes true, and still reset when the clock moves', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const key = await sandbox.newAccount('starter');
     await sandbox.call('POST', '/_sandbox/clock', { key, body: { frozen: true } });
     await sandbox.call('POST', '/_sandbox/clock/advance', { key, body: { by: 30 } });
@@ -138,7 +138,7 @@ describe('numbers past what SQLite holds', () => {
     ['/_sandbox/account', { webhook_retry_schedule: [0.5] }, 'webhook_retry_schedule.0'],
     ['/_sandbox/account', { webhook_retry_schedule: [-60] }, 'webhook_retry_schedule.0'],
   ])('are refused as 422 at %s: %j', async (path, body, field) => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     expectError(await sandbox.call('POST', path, { body }), 422, 'invalid_field', field);
     // Nothing was stored, and the account goes on.
     expect(sandbox.db.prepare('SELECT count(*) FROM shipments').pluck().get()).toBe(0);
@@ -149,7 +149,7 @@ describe('numbers past what SQLite holds', () => {
   });
 
   it('takes an empty retry ladder as no retries, and up to twenty delays', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const none = await sandbox.call('POST', '/_sandbox/account', { body: { webhook_retry_schedule: [] } });
     expect(none.json.webhook_retry_schedule).toEqual([]);
     const twenty = Array.from({ length: 20 }, (_, i) => `${i + 1}s`);

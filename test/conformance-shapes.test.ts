@@ -16,7 +16,7 @@ let api: ApiDescription;
 let shipment: Record<string, unknown>;
 let list: Record<string, unknown>;
 beforeAll(async () => {
-  const sandbox = createTestSandbox();
+  const sandbox = await createTestSandbox();
   api = new ApiDescription((await sandbox.call('GET', '/openapi.json', { key: null })).json as JsonSchema);
   shipment = await sandbox.newShipment({ carrier: 'ups', service: 'ground' });
   await sandbox.newShipment();

@@ -19,7 +19,7 @@ async function receiver(replies: Reply[] = [200]) {
 }
 
 async function frozen() {
-  const sandbox = createTestSandbox();
+  const sandbox = await createTestSandbox();
   await sandbox.call('POST', '/_sandbox/clock', { body: { frozen: true } });
   return sandbox;
 }
@@ -88,7 +88,7 @@ describe('GET /_sandbox/shipments', () => {
     [`?q=${'x'.repeat(101)}`, 'q'],
     ['?q=a&q=b', 'q'],
   ])('answers 400 invalid_parameter to %s', async (query, field) => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     expectError(await sandbox.call('GET', `/_sandbox/shipments${query}`), 400, 'invalid_parameter', field);
   });
 });

@@ -11,7 +11,7 @@ import { createTestSandbox, expectError } from './helpers.js';
 
 describe('GET /dashboard', () => {
   it('serves the page with a policy that lets it reach the sandbox only', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const page = await sandbox.call('GET', '/dashboard', { key: null });
     expect(page.status).toBe(200);
     expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
@@ -33,7 +33,7 @@ describe('GET /dashboard', () => {
   });
 
   it('serves the bundled script and style, revalidated by their tags', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const script = await sandbox.call('GET', '/dashboard/assets/app.js', { key: null });
     expect(script.status).toBe(200);
     expect(script.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
@@ -54,7 +54,7 @@ describe('GET /dashboard', () => {
   });
 
   it('answers the contract’s 404 for a file it does not have, and 405 for another method', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     for (const path of ['/dashboard/assets/nope.js', '/dashboard/assets/..%2F..%2Fpackage.json']) {
       expectError(await sandbox.call('GET', path, { key: null }), 404, 'not_found');
     }
@@ -65,7 +65,7 @@ describe('GET /dashboard', () => {
 
 describe('GET /', () => {
   it('sends a browser to the dashboard', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const response = await sandbox.call('GET', '/', {
       key: null,
       headers: { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' },
@@ -80,7 +80,7 @@ describe('GET /', () => {
     ['POST', 'text/html'],
     ['DELETE', 'text/html'],
   ])('keeps 404 route_not_found for %s / with Accept %s', async (method, accept) => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const response = await sandbox.call(method, '/', { key: null, headers: { accept } });
     expectError(response, 404, 'route_not_found');
     expect(response.headers.get('allow')).toBeNull();
@@ -89,7 +89,7 @@ describe('GET /', () => {
 
 describe('GET /docs', () => {
   it('serves the reference page and its own copy of Swagger UI', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const page = await sandbox.call('GET', '/docs', { key: null });
     expect(page.status).toBe(200);
     expect(page.headers.get('content-security-policy')).toContain("connect-src 'self'");
@@ -117,7 +117,7 @@ describe('GET /docs', () => {
   });
 
   it('serves nothing else of the package', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     for (const name of ['package.json', 'index.js', 'swagger-ui-bundle.js.map', 'oauth2-redirect.html']) {
       expectError(await sandbox.call('GET', `/docs/assets/${name}`, { key: null }), 404, 'not_found');
     }

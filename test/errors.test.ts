@@ -32,7 +32,7 @@ describe('request bodies', () => {
     ['a trailing comma', '{"reference": "a",}'],
     ['single quotes', "{'reference': 'a'}"],
   ])('answers 400 invalid_json to %s', async (_name, body) => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const response = await sandbox.call('POST', '/v1/shipments', { body });
     expectError(response, 400, 'invalid_json');
     expect(shipmentCount(sandbox)).toBe(0);
@@ -45,12 +45,12 @@ describe('request bodies', () => {
     ['null', 'null'],
     ['true', 'true'],
   ])('answers 400 invalid_json to a body that is %s, not an object', async (_name, body) => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     expectError(await sandbox.call('POST', '/v1/shipments', { body }), 400, 'invalid_json');
   });
 
   it('answers 400 invalid_json on the sandbox routes too', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     expectError(
       await sandbox.call('POST', '/_sandbox/accounts', { key: null, body: '{' }),
       400,
@@ -60,7 +60,7 @@ describe('request bodies', () => {
   });
 
   it('answers 400 unsupported_content_type to a body sent as text/plain', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const response = await sandbox.call('POST', '/v1/shipments', {
       body: shipmentRequest(),
       headers: { 'content-type': 'text/plain' },
@@ -70,7 +70,7 @@ describe('request bodies', () => {
   });
 
   it('answers 400 unsupported_content_type to a form body', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const response = await sandbox.call('POST', '/v1/shipments', {
       body: 'reference=order-1042',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
@@ -79,7 +79,7 @@ describe('request bodies', () => {
   });
 
   it('answers 400 unsupported_content_type to a body without a content type', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     // A string body would get text/plain from fetch; bytes get no content type at all.
     const response = await raw(sandbox, '/v1/shipments', {
       method: 'POST',
@@ -94,7 +94,7 @@ describe('request bodies', () => {
   it.each(['application/json; charset=utf-8', 'application/json;charset=UTF-8', 'Application/JSON'])(
     'accepts Content-Type: %s',
     async (contentType) => {
-      const sandbox = createTestSandbox();
+      const sandbox = await createTestSandbox();
       const response = await sandbox.call('POST', '/v1/shipments', {
         body: shipmentRequest(),
         headers: { 'content-type': contentType },
@@ -105,7 +105,7 @@ describe('request bodies', () => {
   );
 
   it('treats an empty body as {}: 422 missing_field from', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     expectError(await sandbox.call('POST', '/v1/shipments', { body: '' }), 422, 'missing_field', 'from');
     const none = await raw(sandbox, '/v1/shipments', { method: 'POST', headers: AUTH });
     expectError(none, 422, 'missing_field', 'from');
@@ -113,7 +113,7 @@ describe('request bodies', () => {
   });
 
   it('answers 400 request_too_large to a body over 1 MiB', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const body = jsonOfSize(MAX_BODY_BYTES + 1);
     expect(Buffer.byteLength(body)).toBe(1024 * 1024 + 1);
 
@@ -134,7 +134,7 @@ describe('request bodies', () => {
   });
 
   it('answers 400 request_too_large on the open sandbox route too', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const response = await sandbox.call('POST', '/_sandbox/accounts', {
       key: null,
       body: jsonOfSize(MAX_BODY_BYTES + 100),
@@ -143,7 +143,7 @@ describe('request bodies', () => {
   });
 
   it('reads a body of exactly 1 MiB', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const body = jsonOfSize(MAX_BODY_BYTES);
     expect(Buffer.byteLength(body)).toBe(MAX_BODY_BYTES);
     // Read and validated: the body is an object without `from`.
@@ -163,7 +163,7 @@ describe('routes', () => {
     ['GET', '/v1/shipments/shp_x/labels', DEFAULT_KEY],
     // A known path with another method is 405 method_not_allowed: see methods.test.ts.
   ] as const)('answers 404 route_not_found to %s %s', async (method, path, key) => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const response = await sandbox.call(method, path, { key });
     const error = expectError(response, 404, 'route_not_found');
     expect(error.message).toContain(path);
@@ -179,19 +179,19 @@ describe('query parameters', () => {
     ['/_sandbox/events?event=shipment.created&event=label.generated', 'event', 2],
     ['/_sandbox/requests?limit=1&limit=1', 'limit', 2],
   ])('answers 400 invalid_parameter to a repeated parameter: %s', async (path, field, times) => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const error = expectError(await sandbox.call('GET', path), 400, 'invalid_parameter', field);
     expect(error.message).toBe(`'${field}' may be given once; it was given ${times} times.`);
   });
 
   it('answers 400 invalid_parameter to a repeated parameter of the keyless CDN', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const path = '/cdn/labels/lbl_01JD3S5Z7QK2N8W4X6Y9A0B1C2.pdf?expires=1&signature=a&signature=b';
     expectError(await sandbox.call('GET', path, { key: null }), 400, 'invalid_parameter', 'signature');
   });
 
   it('still reads a parameter given once beside unknown repeated ones', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     await sandbox.newShipment();
     await sandbox.newShipment();
     const response = await sandbox.call('GET', '/v1/shipments?limit=1&utm=a&utm=b');
@@ -202,7 +202,7 @@ describe('query parameters', () => {
 
 describe('unexpected errors', () => {
   it('answers 500 internal_error without internals, logs the stack and writes nothing', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     sandbox.db.exec('DROP TABLE events');
 
     const response = await sandbox.call('POST', '/v1/shipments', { body: shipmentRequest() });
@@ -227,7 +227,7 @@ describe('unexpected errors', () => {
   });
 
   it('rolls back a cancel whose event cannot be written', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const created = await sandbox.call('POST', '/v1/shipments', { body: shipmentRequest() });
     expect(created.status).toBe(201);
     sandbox.db.exec('DROP TABLE events');
@@ -348,7 +348,7 @@ describe('the error body', () => {
   it.each(cases.map((c) => [c.name, c] as const))(
     '%s: application/json, exactly code, message and field only when one field is to blame',
     async (_name, { send, status, code, field }) => {
-      const sandbox = createTestSandbox();
+      const sandbox = await createTestSandbox();
       const response = await send(sandbox);
       expect(response.headers.get('content-type')).toMatch(/^application\/json(;|$)/);
       expect(response.status).toBe(status);

@@ -1,12 +1,14 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import { expect } from 'vitest';
+import { afterAll, expect } from 'vitest';
 import { DEFAULT_ACCOUNT } from '../src/accounts/default-account.js';
 import { type Config, testConfig } from '../src/config/index.js';
 import { openDatabase } from '../src/db/database.js';
 import { migrateSqlite } from '../src/db/migrations.js';
+import type { SandboxDatabase } from '../src/db/sql.js';
 import { loadScenarios, scenarioDirectories } from '../src/scenarios/files.js';
 import { createSandbox, type SandboxParts, sandboxSchema } from '../src/wiring.js';
+import { testDatabase } from './databases.js';
 
 export const DEFAULT_KEY = DEFAULT_ACCOUNT.api_key.value;
 
@@ -34,22 +36,31 @@ export function capturingLogger() {
 }
 
 /**
- * The whole app over a real `:memory:` database, called in-process through `app.request`. A fixed
- * wall clock (`realNow`) that tests move by hand keeps running account clocks deterministic.
+ * The whole app over a real database (SQLite in memory, or a schema of its own on the run's
+ * PostgreSQL server: test/databases.ts), called in-process through `app.request`. A fixed wall clock
+ * (`realNow`) that tests move by hand keeps running account clocks deterministic.
  */
-export function createTestSandbox(
+export async function createTestSandbox(
   overrides: Partial<Config> = {},
-  parts: Pick<SandboxParts, 'resolveHost'> = {},
+  parts: Partial<Pick<SandboxParts, 'resolveHost' | 'database'>> = {},
 ) {
   const config = testConfig(overrides);
-  const db = openDatabase(':memory:');
+  const database = parts.database ?? (await testDatabase());
   const wall = { now: Date.UTC(2026, 10, 22, 8, 0, 0) };
   const { logger, lines } = capturingLogger();
   const scenarios = config.scenariosDir
     ? loadScenarios(scenarioDirectories(config.scenariosDir))
     : BUILTIN_SCENARIOS;
-  const sandbox = createSandbox({ ...parts, db, config, logger, scenarios, realNow: () => wall.now });
-  const { app } = sandbox;
+  const sandbox = await createSandbox({
+    ...parts,
+    database,
+    config,
+    logger,
+    scenarios,
+    realNow: () => wall.now,
+  });
+  opened.push(database);
+  const { app, db } = sandbox;
 
   async function call(
     method: string,
@@ -93,6 +104,7 @@ export function createTestSandbox(
   const { stores, services, scheduler, modules, schema } = sandbox;
   return {
     app,
+    database,
     db,
     stores,
     services,
@@ -108,7 +120,13 @@ export function createTestSandbox(
   };
 }
 
-export type TestSandbox = ReturnType<typeof createTestSandbox>;
+export type TestSandbox = Awaited<ReturnType<typeof createTestSandbox>>;
+
+/** Every test sandbox's database, closed once its file's tests have run (PostgreSQL's pools end). */
+const opened: SandboxDatabase[] = [];
+afterAll(async () => {
+  await Promise.all(opened.splice(0).map((database) => database.close().catch(() => undefined)));
+});
 
 export const US_ORIGIN = {
   name: 'Ada Lovelace',

@@ -447,8 +447,8 @@ describe('strict HTTPS in-process (app.request has no socket)', () => {
     for (const s of sandboxes) s.db.close();
     sandboxes = [];
   });
-  const make = (overrides: Partial<Config>) => {
-    const sandbox = createTestSandbox(overrides);
+  const make = async (overrides: Partial<Config>) => {
+    const sandbox = await createTestSandbox(overrides);
     sandboxes.push(sandbox);
     return sandbox;
   };

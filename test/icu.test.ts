@@ -10,7 +10,7 @@ describe("the API's everyday requests", () => {
   afterEach(() => vi.restoreAllMocks());
 
   it('leave ICU alone: no locale formatting, collation or normalisation of ASCII', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const key = await sandbox.newAccount('growth');
     const icu = [
       vi.spyOn(Number.prototype, 'toLocaleString'),

@@ -56,7 +56,7 @@ describe('request journal', () => {
 
 describe('journal entries of the API', () => {
   it('name each request, its key, both clocks, its error code, Retry-After and the hash of its body', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     await sandbox.call('POST', '/_sandbox/clock', { body: { speed: 60 } });
     sandbox.wall.now += 1000;
     const body = JSON.stringify({ url: 'http://127.0.0.1:9/hooks', events: [] });
@@ -89,7 +89,7 @@ describe('journal entries of the API', () => {
   });
 
   it("journals a request refused for a revoked key in the key's account, and keeps nothing of unknown keys", async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const account = await sandbox.newAccount();
     const made = await sandbox.call('POST', '/_sandbox/keys', { key: account, body: { name: 'old' } });
     await sandbox.call('DELETE', `/_sandbox/keys/${made.json.id}`, { key: account });

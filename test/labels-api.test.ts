@@ -21,7 +21,7 @@ const pathOf = (url: string) => {
 };
 
 async function frozenSandbox() {
-  const sandbox = createTestSandbox();
+  const sandbox = await createTestSandbox();
   await sandbox.call('POST', '/_sandbox/clock', { body: { frozen: true } });
   return sandbox;
 }
@@ -72,7 +72,7 @@ describe('POST /v1/labels', () => {
   });
 
   it('uses the configured CDN origin', async () => {
-    const sandbox = createTestSandbox({ cdnUrl: 'https://cdn.example.test/sandbox' });
+    const sandbox = await createTestSandbox({ cdnUrl: 'https://cdn.example.test/sandbox' });
     const { label } = await labelFor(sandbox);
     expect(label.label_url.startsWith('https://cdn.example.test/sandbox/labels/')).toBe(true);
   });
@@ -83,7 +83,7 @@ describe('POST /v1/labels', () => {
     [{ format: 3 }, 'invalid_field', 'format'],
     [{ dpi: 300 }, 'invalid_field', 'dpi'],
   ])('refuses %j', async (body, code, field) => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const shipment = await sandbox.newShipment();
     const response = await sandbox.call('POST', '/v1/labels', {
       body: { shipment_id: shipment.id, ...body },
@@ -93,7 +93,7 @@ describe('POST /v1/labels', () => {
   });
 
   it('needs a shipment_id of an existing shipment of the account', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     expectError(await sandbox.call('POST', '/v1/labels', { body: {} }), 422, 'missing_field', 'shipment_id');
     expectError(
       await sandbox.call('POST', '/v1/labels', { body: { shipment_id: 'shp_nope' } }),
@@ -110,7 +110,7 @@ describe('POST /v1/labels', () => {
   });
 
   it('refuses a cancelled shipment and a second active label', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const { shipment } = await labelFor(sandbox);
     expectError(
       await sandbox.call('POST', '/v1/labels', { body: { shipment_id: shipment.id } }),
@@ -129,7 +129,7 @@ describe('POST /v1/labels', () => {
   });
 
   it('gives every label its own tracking number in its carrier format', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const numbers = new Set<string>();
     for (const carrier of ['usps', 'ups', 'fedex', 'dhl_express']) {
       const { label } = await labelFor(sandbox, {}, { carrier });
@@ -143,7 +143,7 @@ describe('POST /v1/labels', () => {
 
 describe('label files', () => {
   it('downloads each format with its type, name and page size', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const pdf = (await labelFor(sandbox, { format: 'pdf', size: '4x8' })).label;
     const download = await sandbox.call('GET', `/v1/labels/${pdf.id}/download`);
     expect(download.status).toBe(200);
@@ -169,7 +169,7 @@ describe('label files', () => {
   // Once answered 500: the MaxiCode encoder refused the city ("secondary message is too long").
   // test/labels-any-address.test.ts tries every accepted address; this is the one that was reported.
   it('downloads the label of a UPS shipment whose name, street and city are long and full of symbols', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     // Braces, brackets and the like between the symbol's own characters take two codewords each.
     const symbols = '#{!}%|&~*^@[]/<"\\>'.repeat(6);
     const to = {
@@ -190,7 +190,7 @@ describe('label files', () => {
   });
 
   it('renders the same bytes again after the cache is gone', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const { label } = await labelFor(sandbox, { format: 'png' });
     const first = (await sandbox.call('GET', `/v1/labels/${label.id}/download`)).bytes;
     // A fresh cache, as after a restart: the file is rendered again from the label and its shipment.
@@ -201,7 +201,7 @@ describe('label files', () => {
   });
 
   it('reads labels only within their account', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const { label } = await labelFor(sandbox);
     expect((await sandbox.call('GET', `/v1/labels/${label.id}`)).json).toEqual(label);
     const other = await sandbox.newAccount();
@@ -230,7 +230,7 @@ describe('pre-signed label URLs', () => {
   });
 
   it('answer 403 invalid_signature when any part is changed', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const { label } = await labelFor(sandbox);
     const path = pathOf(label.label_url);
     const lastHex = path.at(-1) === '0' ? '1' : '0';
@@ -294,7 +294,7 @@ describe('DELETE /v1/labels/:id', () => {
   });
 
   it('refuses a label the carrier has scanned', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const { label } = await labelFor(sandbox);
     sandbox.stores.labels.markScanned(label.id, sandbox.wall.now);
     expectError(await sandbox.call('DELETE', `/v1/labels/${label.id}`), 422, 'label_already_scanned');

@@ -60,7 +60,8 @@ const text = (file: RenderedLabel) => new TextDecoder().decode(file.bytes);
 const summary = (renders: Render[]) => renders.map((r) => `${r.labelId} ${r.thread}`);
 
 /** Labels bought through the API, with the records the files are rendered from. */
-async function boughtLabels(count: number, sandbox: TestSandbox = createTestSandbox()) {
+async function boughtLabels(count: number, given?: TestSandbox) {
+  const sandbox = given ?? (await createTestSandbox());
   const labels: Array<{ label: LabelRecord; shipment: ShipmentRecord }> = [];
   for (let i = 0; i < count; i++) {
     const shipment = await sandbox.newShipment();
@@ -297,7 +298,7 @@ describe('label files rendered ahead of their download', () => {
 
 describe('buying a label', () => {
   it('queues its file to render ahead once the purchase has committed, and nothing for a refused one', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const queued: Array<{ labelId: string; shipmentStatus: string; inTransaction: boolean }> = [];
     vi.spyOn(LabelFiles.prototype, 'renderAhead').mockImplementation((label, shipment) => {
       queued.push({

@@ -21,7 +21,7 @@ describe('a known path called with a method it does not take', () => {
     ['OPTIONS', '/v1/shipments', 'GET, POST'],
     ['HEAD', '/v1/rates', 'POST'],
   ])('answers 405 method_not_allowed to %s %s, with Allow: %s', async (method, path, allow) => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const response = await sandbox.call(method, path);
     expect(response.status).toBe(405);
     expect(response.headers.get('allow')).toBe(allow);
@@ -33,7 +33,7 @@ describe('a known path called with a method it does not take', () => {
   });
 
   it('answers the CDN without a key, and still 405 for another method', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const response = await sandbox.call('POST', '/cdn/labels/lbl_01JD3S5Z7QK2N8W4X6Y9A0B1C2.pdf', {
       key: null,
     });
@@ -42,7 +42,7 @@ describe('a known path called with a method it does not take', () => {
   });
 
   it('still checks the key first under /v1, as for an unknown route', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     expectError(await sandbox.call('PUT', '/v1/shipments', { key: null }), 401, 'missing_api_key');
   });
 
@@ -53,14 +53,14 @@ describe('a known path called with a method it does not take', () => {
     ['GET', '/v1/shipments/'],
     ['OPTIONS', '/nowhere'],
   ])('keeps 404 route_not_found for %s %s, a path no route has', async (method, path) => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const response = await sandbox.call(method, path);
     expectError(response, 404, 'route_not_found');
     expect(response.headers.get('allow')).toBeNull();
   });
 
   it('agrees with the OpenAPI document on every documented path: Allow lists exactly its operations', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const doc = (await sandbox.call('GET', '/openapi.json', { key: null })).json;
     const paths = Object.entries(doc.paths as Record<string, Record<string, unknown>>);
     expect(paths.length).toBeGreaterThan(30);

@@ -43,7 +43,7 @@ async function lint(args: string[]): Promise<string> {
 }
 
 beforeAll(async () => {
-  const sandbox = createTestSandbox();
+  const sandbox = await createTestSandbox();
   const answer = await sandbox.call('GET', '/openapi.json', { key: null });
   expect(answer.status).toBe(200);
   writeFileSync(documentFile, answer.text);

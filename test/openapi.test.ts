@@ -41,13 +41,14 @@ const errorRef = (schema: any) => schema.$ref ?? schema.allOf?.[0]?.$ref;
 const codesOf = (response: any): string[] =>
   response.content['application/json'].schema.allOf?.[1]?.properties.error.properties.code.enum ?? [];
 
-async function documentOf(sandbox = createTestSandbox()) {
+async function documentOf(given?: TestSandbox) {
+  const sandbox = given ?? (await createTestSandbox());
   return (await sandbox.call('GET', '/openapi.json', { key: null })).json;
 }
 
 describe('/openapi.json', () => {
   it('describes every route with its security, request and error responses', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const response = await sandbox.call('GET', '/openapi.json', { key: null });
     expect(response.status).toBe(200);
     const doc = response.json;
@@ -94,7 +95,7 @@ describe('/openapi.json', () => {
   });
 
   it('declares security: [] on every route that takes no key, and a Bearer key on every other', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const doc = await documentOf(sandbox);
     expect(doc.paths['/_sandbox/accounts'].post.security).toEqual([]);
     expect(doc.paths['/cdn/labels/{file}'].get.security).toEqual([]);
@@ -136,7 +137,7 @@ describe('/openapi.json', () => {
   });
 
   it('renders an interactive reference at /docs', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const response = await sandbox.call('GET', '/docs', { key: null });
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toMatch(/text\/html/);
@@ -180,7 +181,7 @@ describe('/openapi.json', () => {
   });
 
   it('describes limit and the other numeric query parameters as integers, and still refuses bad ones in its own words', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const doc = await documentOf(sandbox);
     const limits = operationsOf(doc).flatMap((o) =>
       (o.operation.parameters ?? [])
@@ -421,7 +422,7 @@ describe('the webhooks section', () => {
   });
 
   it("validates every event the API records, and every sample it fires, against that event's payload", async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const doc = await documentOf(sandbox);
     const document = new ApiDocument(doc);
     const call = async (

@@ -4,7 +4,7 @@ import { createTestSandbox } from './helpers.js';
 
 describe('pages of the list, read again', () => {
   it('answer every write of the account since, whichever module wrote it', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const page = async (query = '') => (await sandbox.call('GET', `/v1/shipments${query}`)).text;
     const statuses = async () => JSON.parse(await page()).data.map((s: { status: string }) => s.status);
     const { id } = await sandbox.newShipment();
@@ -37,7 +37,7 @@ describe('pages of the list, read again', () => {
   });
 
   it('and a shipment read by id again answer every write since, in its own account only', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const { id } = await sandbox.newShipment();
     const read = async () => (await sandbox.call('GET', `/v1/shipments/${id}`)).json;
     expect((await read()).status).toBe('created');

@@ -20,7 +20,7 @@ const DAY_END = String(Date.UTC(2026, 10, 23) / 1000);
 
 describe('rate limits', () => {
   it('stops a key at its 121st request in a minute, counting down, and resets a minute later', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const key = await account(sandbox, 'enterprise');
     for (let i = 1; i <= 120; i++) {
       const response = await sandbox.call('GET', '/v1/shipments', { key });
@@ -40,7 +40,7 @@ describe('rate limits', () => {
   });
 
   it("applies the starter plan's 60 a minute across the account's keys", async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const first = await account(sandbox, 'starter');
     const second = (await sandbox.call('POST', '/_sandbox/keys', { key: first, body: { name: 'second' } }))
       .json.value;
@@ -56,7 +56,7 @@ describe('rate limits', () => {
   });
 
   it("applies the starter plan's 5,000 a day, reset at the end of the UTC day", async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const key = await account(sandbox, 'starter');
     // Spread over minutes so that only the day ceiling is reached.
     for (let minute = 0; minute < 84; minute++) {
@@ -74,7 +74,7 @@ describe('rate limits', () => {
   });
 
   it('shows the ceiling with the fewest requests left on every authenticated answer, errors included', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const key = await account(sandbox, 'growth');
     const ok = await sandbox.call('GET', '/v1/shipments', { key });
     expect(headersOf(ok)).toEqual({ limit: '120', remaining: '119', reset: MINUTE_END });
@@ -93,7 +93,7 @@ describe('rate limits', () => {
   });
 
   it('never overshoots under concurrent requests', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const key = await account(sandbox, 'enterprise');
     const responses = await Promise.all(
       Array.from({ length: 150 }, () => sandbox.call('GET', '/v1/shipments?limit=1', { key })),
@@ -107,7 +107,7 @@ describe('rate limits', () => {
   });
 
   it('can be switched off per account, and the plan changed', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const key = await account(sandbox, 'starter');
     const off = await sandbox.call('POST', '/_sandbox/account', {
       key,
@@ -135,13 +135,13 @@ describe('rate limits', () => {
   });
 
   it('can be switched off for the whole server', async () => {
-    const sandbox = createTestSandbox({ noRateLimits: true });
+    const sandbox = await createTestSandbox({ noRateLimits: true });
     for (let i = 0; i < 125; i++)
       expect((await sandbox.call('GET', '/v1/shipments', { key: DEFAULT_KEY })).status).toBe(200);
   });
 
   it('tells a client on a fast clock to wait in real seconds', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const key = await account(sandbox, 'enterprise');
     await sandbox.call('POST', '/_sandbox/clock', { key, body: { frozen: false, speed: 60 } });
     for (let i = 0; i < 120; i++) await sandbox.call('GET', '/v1/shipments', { key });

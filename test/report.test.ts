@@ -32,7 +32,7 @@ const carelessReceiver = () =>
 
 /** The sandbox in-process over `:memory:`, served on a real socket on a free loopback port. */
 async function servedSandbox(overrides = {}) {
-  const sandbox = createTestSandbox({ webhookTimeoutMs: WEBHOOK_TIMEOUT_MS, ...overrides });
+  const sandbox = await createTestSandbox({ webhookTimeoutMs: WEBHOOK_TIMEOUT_MS, ...overrides });
   const listener = createListener({
     fetch: sandbox.app.fetch,
     hostname: '127.0.0.1',
@@ -366,7 +366,7 @@ describe('the report and the probe', () => {
   };
 
   it('counts probes toward verifies_signatures only, and shows nothing when the genuine one fails too', async () => {
-    const sandbox = createTestSandbox({ webhookTimeoutMs: WEBHOOK_TIMEOUT_MS });
+    const sandbox = await createTestSandbox({ webhookTimeoutMs: WEBHOOK_TIMEOUT_MS });
     const receiver = await startAnsweringReceiver(() => ({ status: 500, delayMs: SLOW_MS }));
     receivers.push(receiver);
     const hook = await register(sandbox, receiver.url);
@@ -387,7 +387,7 @@ describe('the report and the probe', () => {
   });
 
   it('judges a receiver by its latest probe, once fixed', async () => {
-    const sandbox = createTestSandbox({ webhookTimeoutMs: WEBHOOK_TIMEOUT_MS });
+    const sandbox = await createTestSandbox({ webhookTimeoutMs: WEBHOOK_TIMEOUT_MS });
     let checks = false;
     const receiver = await startAnsweringReceiver((request) => ({
       status: !checks || signedBy(SECRET, request) ? 200 : 401,
@@ -408,7 +408,7 @@ describe('the report and the probe', () => {
 
 describe('what the report keeps of requests', () => {
   it('forgets what it observed of an account when the account is reset', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const account = await sandbox.newAccount();
     const { parcel: _parcel, ...withoutParcel } = shipmentRequest();
     for (let i = 0; i < 2; i++)
@@ -421,7 +421,7 @@ describe('what the report keeps of requests', () => {
   });
 
   it('keeps the first occurrences as evidence once the journal has moved on', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const account = await sandbox.newAccount('enterprise');
     await sandbox.call('POST', '/_sandbox/account', { key: account, body: { rate_limits: false } });
     await sandbox.call('POST', '/_sandbox/faults', {

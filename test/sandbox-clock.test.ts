@@ -3,14 +3,14 @@ import { createTestSandbox, expectError, shipmentRequest } from './helpers.js';
 
 describe('/_sandbox/clock', () => {
   it('starts at real time, running at speed 1', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const response = await sandbox.call('GET', '/_sandbox/clock');
     expect(response.status).toBe(200);
     expect(response.json).toEqual({ now: '2026-11-22T08:00:00Z', speed: 1, frozen: false });
   });
 
   it('runs new accounts at --clock-speed', async () => {
-    const sandbox = createTestSandbox({ clockSpeed: 60 });
+    const sandbox = await createTestSandbox({ clockSpeed: 60 });
     const key = await sandbox.newAccount();
     sandbox.wall.now += 10_000;
     expect((await sandbox.call('GET', '/_sandbox/clock', { key })).json).toMatchObject({
@@ -20,7 +20,7 @@ describe('/_sandbox/clock', () => {
   });
 
   it('follows the wall clock at its speed, and stands still when frozen', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     expect((await sandbox.call('POST', '/_sandbox/clock', { body: { speed: 3600 } })).json).toEqual({
       now: '2026-11-22T08:00:00Z',
       speed: 3600,
@@ -36,7 +36,7 @@ describe('/_sandbox/clock', () => {
   });
 
   it('advances by a duration or to an instant, and answers with what ran', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     await sandbox.call('POST', '/_sandbox/clock', { body: { frozen: true } });
     const by = await sandbox.call('POST', '/_sandbox/clock/advance', { body: { by: '2h' } });
     expect(by.status).toBe(200);
@@ -50,7 +50,7 @@ describe('/_sandbox/clock', () => {
   });
 
   it('never moves backwards', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const past = await sandbox.call('POST', '/_sandbox/clock/advance', {
       body: { to: '2026-11-21T00:00:00Z' },
     });
@@ -73,7 +73,7 @@ describe('/_sandbox/clock', () => {
     [{ to: '2027-02-30' }, 422, 'invalid_field', 'to'],
     [{ until: '1h' }, 422, 'invalid_field', 'until'],
   ])('rejects the advance %j', async (body, status, code, field) => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     expectError(await sandbox.call('POST', '/_sandbox/clock/advance', { body }), status, code, field);
   });
 
@@ -85,12 +85,12 @@ describe('/_sandbox/clock', () => {
     [{ frozen: 'yes' }, 'frozen'],
     [{ pace: 2 }, 'pace'],
   ])('rejects the clock settings %j', async (body, field) => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     expectError(await sandbox.call('POST', '/_sandbox/clock', { body }), 422, 'invalid_field', field);
   });
 
   it("keeps each account's clock to itself", async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const other = await sandbox.newAccount();
     await sandbox.call('POST', '/_sandbox/clock/advance', { body: { by: '30d' } });
     expect((await sandbox.call('GET', '/_sandbox/clock')).json.now).toBe('2026-12-22T08:00:00Z');
@@ -100,7 +100,7 @@ describe('/_sandbox/clock', () => {
   });
 
   it('stamps what the account creates with its clock', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     await sandbox.call('POST', '/_sandbox/clock', { body: { frozen: true } });
     await sandbox.call('POST', '/_sandbox/clock/advance', { body: { to: '2027-03-01T12:34:56Z' } });
     const created = await sandbox.call('POST', '/v1/shipments', { body: shipmentRequest() });
@@ -115,7 +115,7 @@ describe('/_sandbox/clock', () => {
   });
 
   it('needs a key', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     expectError(await sandbox.call('GET', '/_sandbox/clock', { key: null }), 401, 'missing_api_key');
   });
 });

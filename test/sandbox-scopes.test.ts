@@ -79,7 +79,7 @@ describe('scopes under /_sandbox', () => {
     [['shipments:write'] as Scope[], ['write']],
     [['shipments:read', 'shipments:write', 'rates:read'] as Scope[], ['read', 'write', 'rates']],
   ])('a key with %j may call the %j controls and no others', async (scopes, allowed) => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const routes = await controls(sandbox);
     const key = await keyWith(sandbox, scopes);
     for (const [method, path, body, needs] of routes) {
@@ -107,7 +107,7 @@ describe('scopes under /_sandbox', () => {
   });
 
   it('lets a full key call every control', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     for (const [method, path, body] of await controls(sandbox)) {
       const response = await sandbox.call(method, path, { body });
       expect([method, path, response.status < 300]).toEqual([method, path, true]);
@@ -115,7 +115,7 @@ describe('scopes under /_sandbox', () => {
   });
 
   it('never lets a restricted key mint a key, revoke the primary key, reset or change the plan', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     await sandbox.newShipment();
     const reader = await keyWith(sandbox, ['shipments:read']);
     const key = reader.value;
@@ -149,7 +149,7 @@ describe('scopes under /_sandbox', () => {
   });
 
   it('lets any key revoke itself, after which it fails at once', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const reader = await keyWith(sandbox, ['shipments:read']);
     const revoked = await sandbox.call('DELETE', `/_sandbox/keys/${reader.id}`, { key: reader.value });
     expect(revoked.status).toBe(200);
@@ -157,8 +157,8 @@ describe('scopes under /_sandbox', () => {
     expectError(await sandbox.call('GET', '/_sandbox/clock', { key: reader.value }), 401, 'invalid_api_key');
   });
 
-  it('makes keys with at most the scopes of the key that asks', () => {
-    const sandbox = createTestSandbox();
+  it('makes keys with at most the scopes of the key that asks', async () => {
+    const sandbox = await createTestSandbox();
     const caller = {
       accountId: DEFAULT_ACCOUNT.id,
       keyId: 'key_reader',

@@ -34,7 +34,7 @@ function withoutIds(value: unknown): unknown {
 
 describe('the /_sandbox twins of /v1 routes', () => {
   it('answer what the /v1 routes answer, and raise the same events', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const api = await account(sandbox);
     const twin = await account(sandbox);
     const steps: [method: string, v1: string, sandboxPath: string, body?: unknown][] = [
@@ -84,7 +84,7 @@ describe('the /_sandbox twins of /v1 routes', () => {
   });
 
   it('download the label file the /v1 route downloads', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const { call } = await account(sandbox);
     const shipment = (await call('POST', '/_sandbox/shipments', shipmentRequest())).json;
     const label = (await call('POST', '/_sandbox/labels', { shipment_id: shipment.id, format: 'pdf' })).json;
@@ -99,7 +99,7 @@ describe('the /_sandbox twins of /v1 routes', () => {
   });
 
   it('leave no trace in the rate limits, the request journal, the integration report or the faults', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const { key, call } = await account(sandbox);
     // A fault on everything /v1 would break every twin, were faults applied to them.
     expect((await call('POST', '/_sandbox/faults', { path: '/v1/*', status: 503 })).status).toBe(201);
@@ -143,7 +143,7 @@ describe('the /_sandbox twins of /v1 routes', () => {
   });
 
   it('refuse what the /v1 routes refuse, with the same errors', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const { call } = await account(sandbox);
     const { parcel: _parcel, ...withoutParcel } = shipmentRequest();
     expectError(await call('POST', '/_sandbox/shipments', withoutParcel), 422, 'missing_field', 'parcel');

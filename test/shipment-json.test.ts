@@ -49,7 +49,7 @@ const accountOf = (sandbox: TestSandbox, id: string) =>
 
 describe("a shipment's JSON, kept with its row", () => {
   it('is what its creation answered, and follows every change of status, label and tracking', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const created = await sandbox.call('POST', '/v1/shipments', { body: shipmentRequest() });
     const { id } = created.json as { id: string };
     expect((await expectReadsAgree(sandbox, id)).text).toBe(created.text);
@@ -90,7 +90,7 @@ describe("a shipment's JSON, kept with its row", () => {
   });
 
   it('pages as it did: a page joins the rows, around the meta the list always wrote', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     for (let i = 0; i < 5; i++) await sandbox.newShipment({ reference: `order-${i}` });
     const pages: string[] = [];
     let cursor: string | null = null;
@@ -106,7 +106,7 @@ describe("a shipment's JSON, kept with its row", () => {
   });
 
   it('answers a reference with a lone surrogate as SQLite keeps it, as reads always did', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const created = await sandbox.call('POST', '/v1/shipments', {
       body: shipmentRequest({
         reference: 'half \ud83d of an emoji',
@@ -430,7 +430,7 @@ describe('API answers on the wire', () => {
 
 describe('the tracking-number index', () => {
   it('holds labelled shipments only, and a search by tracking number still reads it', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const definition = sandbox.db
       .prepare("SELECT sql FROM sqlite_schema WHERE name = 'shipments_by_tracking_number'")
       .pluck()

@@ -96,7 +96,7 @@ const ids = (shipments: { id: string }[]) => shipments.map((s) => s.id);
 
 describe('POST /v1/shipments', () => {
   it('creates a shipment with the exact Shipment shape, at the cheapest rate', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     await advanceClock(sandbox, '90s');
     const now = await freezeClock(sandbox);
     expect(now).toBe('2026-11-22T08:01:30Z');
@@ -143,7 +143,7 @@ describe('POST /v1/shipments', () => {
   });
 
   it('records a shipment.created event whose data is the shipment', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const shipment = await create(sandbox);
 
     const recorded = await events(sandbox, 'shipment.created');
@@ -155,7 +155,7 @@ describe('POST /v1/shipments', () => {
   });
 
   it('stores a null reference when none is given', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const response = await sandbox.call('POST', '/v1/shipments', {
       body: omit(shipmentRequest(), 'reference'),
     });
@@ -164,7 +164,7 @@ describe('POST /v1/shipments', () => {
   });
 
   it('returns what GET returns', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const shipment = await create(sandbox);
     const read = await sandbox.call('GET', `/v1/shipments/${shipment.id}`);
     expect(read.status).toBe(200);
@@ -172,14 +172,14 @@ describe('POST /v1/shipments', () => {
   });
 
   it('gives every shipment a new id', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     await freezeClock(sandbox);
     const created = await createMany(sandbox, 5);
     expect(new Set(ids(created)).size).toBe(5);
   });
 
   it('takes every timestamp from the account clock', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     expect((await create(sandbox)).created_at).toBe(START);
 
     const advanced = await advanceClock(sandbox, '3d');
@@ -193,7 +193,7 @@ describe('POST /v1/shipments', () => {
   });
 
   it("leaves other accounts' clocks where they were", async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const other = await sandbox.newAccount();
     await advanceClock(sandbox, '3d', other);
     expect((await create(sandbox, {}, other)).created_at).toBe('2026-11-25T08:00:00Z');
@@ -201,7 +201,7 @@ describe('POST /v1/shipments', () => {
   });
 
   it('formats created_at in whole seconds while the clock runs', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     sandbox.wall.now += 1_234;
     const shipment = await create(sandbox);
     expect(shipment.created_at).toMatch(TIMESTAMP);
@@ -209,7 +209,7 @@ describe('POST /v1/shipments', () => {
   });
 
   it('accepts the limits themselves: 100-character reference, 70 kg, 300 cm', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const parcel = { weight: 70_000, length: 300, width: 1, height: 1 };
     const shipment = await create(sandbox, { reference: 'r'.repeat(100), parcel, carrier: 'ups' });
     expect(shipment.reference).toBe('r'.repeat(100));
@@ -296,14 +296,14 @@ describe('POST /v1/shipments', () => {
     ];
 
     it.each(cases)('%s -> 422 %s naming %s', async (_name, body, code, field) => {
-      const sandbox = createTestSandbox();
+      const sandbox = await createTestSandbox();
       const response = await sandbox.call('POST', '/v1/shipments', { body });
       const error = expectError(response, 422, code, field);
       expect(error.message.length).toBeGreaterThan(0);
     });
 
     it('names the missing field in the message', async () => {
-      const sandbox = createTestSandbox();
+      const sandbox = await createTestSandbox();
       const response = await sandbox.call('POST', '/v1/shipments', {
         body: shipmentRequest({ to: omit(US_DESTINATION, 'zip') }),
       });
@@ -311,7 +311,7 @@ describe('POST /v1/shipments', () => {
     });
 
     it('stores nothing when validation fails', async () => {
-      const sandbox = createTestSandbox();
+      const sandbox = await createTestSandbox();
       await create(sandbox);
       const response = await sandbox.call('POST', '/v1/shipments', {
         body: shipmentRequest(parcel({ weight: 0 })),
@@ -324,7 +324,7 @@ describe('POST /v1/shipments', () => {
 
   describe('address verification', () => {
     it('rejects a postcode that is not valid for the destination country as invalid_address to.zip', async () => {
-      const sandbox = createTestSandbox();
+      const sandbox = await createTestSandbox();
       const response = await sandbox.call('POST', '/v1/shipments', {
         body: shipmentRequest({ to: { ...GB_DESTINATION, zip: '12345-678' } }),
       });
@@ -332,13 +332,13 @@ describe('POST /v1/shipments', () => {
     });
 
     it('accepts a valid GB destination', async () => {
-      const sandbox = createTestSandbox();
+      const sandbox = await createTestSandbox();
       const shipment = await create(sandbox, { to: GB_DESTINATION });
       expect(shipment.to).toEqual(GB_DESTINATION);
     });
 
     it('rejects an unknown US state as invalid_address to.state', async () => {
-      const sandbox = createTestSandbox();
+      const sandbox = await createTestSandbox();
       const response = await sandbox.call('POST', '/v1/shipments', {
         body: shipmentRequest({ to: { ...US_DESTINATION, state: 'ZZ' } }),
       });
@@ -346,7 +346,7 @@ describe('POST /v1/shipments', () => {
     });
 
     it('rejects a ZIP code of another state as invalid_address to.zip', async () => {
-      const sandbox = createTestSandbox();
+      const sandbox = await createTestSandbox();
       const response = await sandbox.call('POST', '/v1/shipments', {
         body: shipmentRequest({ to: { ...US_DESTINATION, state: 'CA' } }),
       });
@@ -360,7 +360,7 @@ describe('POST /v1/shipments', () => {
     it.each(MAGIC_ADDRESS_VALUES.map((magic) => [magic.field, magic.value, magic.message] as const))(
       'rejects the magic value of %s (%s) with its message',
       async (field, value, message) => {
-        const sandbox = createTestSandbox();
+        const sandbox = await createTestSandbox();
         const part = field.slice('to.'.length);
         for (const variant of [value, value.toUpperCase()]) {
           const response = await sandbox.call('POST', '/v1/shipments', {
@@ -372,7 +372,7 @@ describe('POST /v1/shipments', () => {
     );
 
     it('rejects a bad origin ZIP as invalid_field from.zip', async () => {
-      const sandbox = createTestSandbox();
+      const sandbox = await createTestSandbox();
       const response = await sandbox.call('POST', '/v1/shipments', {
         body: shipmentRequest({ from: { ...US_ORIGIN, zip: '1234' } }),
       });
@@ -380,7 +380,7 @@ describe('POST /v1/shipments', () => {
     });
 
     it('rejects a bad origin state as invalid_field from.state', async () => {
-      const sandbox = createTestSandbox();
+      const sandbox = await createTestSandbox();
       const response = await sandbox.call('POST', '/v1/shipments', {
         body: shipmentRequest({ from: { ...US_ORIGIN, state: 'ZZ' } }),
       });
@@ -388,7 +388,7 @@ describe('POST /v1/shipments', () => {
     });
 
     it('stores nothing and records no event for an address it rejects', async () => {
-      const sandbox = createTestSandbox();
+      const sandbox = await createTestSandbox();
       await create(sandbox);
       const magic = MAGIC_ADDRESS_VALUES[0]!;
       const rejected = [
@@ -408,7 +408,7 @@ describe('POST /v1/shipments', () => {
 
   describe('carrier and service', () => {
     it('honours an explicit carrier and service', async () => {
-      const sandbox = createTestSandbox();
+      const sandbox = await createTestSandbox();
       const shipment = await create(sandbox, { carrier: 'fedex', service: '2_day' });
       const expected = quoteAll(US_ORIGIN, US_DESTINATION, PARCEL).find(
         (r) => r.carrier === 'fedex' && r.service === '2_day',
@@ -421,7 +421,7 @@ describe('POST /v1/shipments', () => {
     });
 
     it('with a carrier alone, takes the cheapest service of that carrier', async () => {
-      const sandbox = createTestSandbox();
+      const sandbox = await createTestSandbox();
       const all = quoteAll(US_ORIGIN, US_DESTINATION, PARCEL);
       const cheapestUps = all.find((r) => r.carrier === 'ups')!;
       // Otherwise the test could pass by picking the overall cheapest.
@@ -437,7 +437,7 @@ describe('POST /v1/shipments', () => {
     });
 
     it('takes the cheapest international service for an international route', async () => {
-      const sandbox = createTestSandbox();
+      const sandbox = await createTestSandbox();
       const shipment = await create(sandbox, { to: GB_DESTINATION });
       const cheapest = quoteAll(US_ORIGIN, GB_DESTINATION, PARCEL)[0]!;
       expect([shipment.carrier, shipment.service, shipment.rate]).toEqual([
@@ -448,7 +448,7 @@ describe('POST /v1/shipments', () => {
     });
 
     it('rejects an unknown carrier as invalid_carrier', async () => {
-      const sandbox = createTestSandbox();
+      const sandbox = await createTestSandbox();
       const response = await sandbox.call('POST', '/v1/shipments', {
         body: shipmentRequest({ carrier: 'pony_express' }),
       });
@@ -456,7 +456,7 @@ describe('POST /v1/shipments', () => {
     });
 
     it('rejects a service the carrier does not offer as invalid_service', async () => {
-      const sandbox = createTestSandbox();
+      const sandbox = await createTestSandbox();
       const response = await sandbox.call('POST', '/v1/shipments', {
         body: shipmentRequest({ carrier: 'ups', service: 'teleport' }),
       });
@@ -464,7 +464,7 @@ describe('POST /v1/shipments', () => {
     });
 
     it('rejects a service no carrier offers as invalid_service', async () => {
-      const sandbox = createTestSandbox();
+      const sandbox = await createTestSandbox();
       const response = await sandbox.call('POST', '/v1/shipments', {
         body: shipmentRequest({ service: 'teleport' }),
       });
@@ -472,7 +472,7 @@ describe('POST /v1/shipments', () => {
     });
 
     it('rejects a domestic service on an international route as invalid_service', async () => {
-      const sandbox = createTestSandbox();
+      const sandbox = await createTestSandbox();
       const response = await sandbox.call('POST', '/v1/shipments', {
         body: shipmentRequest({ carrier: 'ups', service: 'ground', to: GB_DESTINATION }),
       });
@@ -484,7 +484,7 @@ describe('POST /v1/shipments', () => {
 
 describe('GET /v1/shipments/:id', () => {
   it('returns the shipment', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const shipment = await create(sandbox, { carrier: 'dhl_express' });
     const response = await sandbox.call('GET', `/v1/shipments/${shipment.id}`);
     expect(response.status).toBe(200);
@@ -492,7 +492,7 @@ describe('GET /v1/shipments/:id', () => {
   });
 
   it('answers 404 not_found for an unknown id', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     await create(sandbox);
     for (const id of ['shp_01JD3S5Z7QK2N8W4X6Y9A0B1C2', 'nope']) {
       expectError(await sandbox.call('GET', `/v1/shipments/${id}`), 404, 'not_found');
@@ -500,7 +500,7 @@ describe('GET /v1/shipments/:id', () => {
   });
 
   it("answers 404 not_found for another account's shipment, both ways", async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const otherKey = await sandbox.newAccount();
     const theirs = await create(sandbox, {}, otherKey);
     const ours = await create(sandbox);
@@ -515,7 +515,7 @@ describe('GET /v1/shipments/:id', () => {
 
 describe('GET /v1/shipments', () => {
   it('lists newest first', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const a = await create(sandbox);
     await advanceClock(sandbox, '1m');
     const b = await create(sandbox);
@@ -530,7 +530,7 @@ describe('GET /v1/shipments', () => {
   });
 
   it('orders equal timestamps (a frozen clock) by creation, newest first', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     await freezeClock(sandbox);
     const created = await createMany(sandbox, 6);
     expect(new Set(created.map((s) => s.created_at)).size).toBe(1);
@@ -548,12 +548,12 @@ describe('GET /v1/shipments', () => {
   });
 
   it('answers an empty list for an account without shipments', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     expect(await list(sandbox)).toEqual({ data: [], meta: { total: 0, cursor: null, has_more: false } });
   });
 
   it('pages 20 by default and at most 100', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const created = await createMany(sandbox, 101);
     const newestFirst = ids(created).reverse();
 
@@ -571,7 +571,7 @@ describe('GET /v1/shipments', () => {
   });
 
   it('reports has_more false and a null cursor when the page is exactly full', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     await createMany(sandbox, 3);
     expect((await list(sandbox, '?limit=3')).meta).toEqual({ total: 3, cursor: null, has_more: false });
     expect((await list(sandbox, '?limit=1')).data).toHaveLength(1);
@@ -580,19 +580,19 @@ describe('GET /v1/shipments', () => {
   it.each(['0', '101', 'abc', '1.5', '-1', '', '1e2'])(
     'answers 400 invalid_parameter for limit=%s',
     async (limit) => {
-      const sandbox = createTestSandbox();
+      const sandbox = await createTestSandbox();
       const response = await sandbox.call('GET', `/v1/shipments?limit=${limit}`);
       expectError(response, 400, 'invalid_parameter', 'limit');
     },
   );
 
   it('answers 400 invalid_parameter for an unknown status', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     expectError(await sandbox.call('GET', '/v1/shipments?status=bogus'), 400, 'invalid_parameter', 'status');
   });
 
   it('answers 400 invalid_parameter for an unknown carrier', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const response = await sandbox.call('GET', '/v1/shipments?carrier=pony_express');
     expectError(response, 400, 'invalid_parameter', 'carrier');
   });
@@ -600,14 +600,14 @@ describe('GET /v1/shipments', () => {
   it.each(['cur_!!!', 'abc', 'cur_', 'cur_bm90LWEtY3Vyc29y'])(
     'answers 400 invalid_parameter for the cursor %s',
     async (cursor) => {
-      const sandbox = createTestSandbox();
+      const sandbox = await createTestSandbox();
       const response = await sandbox.call('GET', `/v1/shipments?cursor=${encodeURIComponent(cursor)}`);
       expectError(response, 400, 'invalid_parameter', 'cursor');
     },
   );
 
   it('refuses a forged cursor: cur_ and the base64url of two numbers', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     await createMany(sandbox, 3);
     const page = await list(sandbox, '?limit=1');
     const { created_at } = page.data[0]!;
@@ -623,7 +623,7 @@ describe('GET /v1/shipments', () => {
   });
 
   it('refuses a made-up cursor of the right shape', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     await createMany(sandbox, 3);
     const real = (await list(sandbox, '?limit=1')).meta.cursor as string;
     const madeUp = `cur_${Buffer.alloc(32, 1).toString('base64url')}`;
@@ -637,7 +637,7 @@ describe('GET /v1/shipments', () => {
   });
 
   it('refuses a cursor altered anywhere, even in bits that base64url leaves spare', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     await createMany(sandbox, 3);
     const real = (await list(sandbox, '?limit=1')).meta.cursor as string;
     expect((await list(sandbox, `?limit=1&cursor=${real}`)).data).toHaveLength(1);
@@ -658,7 +658,7 @@ describe('GET /v1/shipments', () => {
   });
 
   it("refuses another account's cursor", async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     await createMany(sandbox, 3);
     const other = await sandbox.newAccount();
     for (let i = 0; i < 3; i++) await create(sandbox, { reference: `theirs-${i}` }, other);
@@ -714,7 +714,7 @@ describe('GET /v1/shipments', () => {
   });
 
   it('pages through 45 shipments, each exactly once and in order', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     // Two shipments per second: page boundaries fall both between and inside equal timestamps.
     const created = await createMany(sandbox, 45, (i) => {
       if (i % 2 === 1) sandbox.wall.now += 1_000;
@@ -738,7 +738,7 @@ describe('GET /v1/shipments', () => {
   });
 
   it('keeps a cursor valid while new shipments are created between pages', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const created = await createMany(sandbox, 45, (i) => {
       if (i % 3 === 2) sandbox.wall.now += 1_000;
     });
@@ -762,7 +762,7 @@ describe('GET /v1/shipments', () => {
   });
 
   it('filters by status and by carrier, with totals of the matches', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const cheapest = await createMany(sandbox, 3);
     const ups = [await create(sandbox, { carrier: 'ups' }), await create(sandbox, { carrier: 'ups' })];
     expect(cheapest.every((s) => s.carrier !== 'ups')).toBe(true);
@@ -800,7 +800,7 @@ describe('GET /v1/shipments', () => {
 
 describe('DELETE /v1/shipments/:id', () => {
   it('cancels a created shipment', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const shipment = await create(sandbox);
     await advanceClock(sandbox, '2h');
 
@@ -819,7 +819,7 @@ describe('DELETE /v1/shipments/:id', () => {
   });
 
   it('records a shipment.cancelled event whose data is the cancel body', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const shipment = await create(sandbox);
     await advanceClock(sandbox, '5m');
     const response = await sandbox.call('DELETE', `/v1/shipments/${shipment.id}`);
@@ -835,7 +835,7 @@ describe('DELETE /v1/shipments/:id', () => {
   });
 
   it('answers 422 shipment_not_cancellable to a second cancel and changes nothing', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const shipment = await create(sandbox);
     const first = await sandbox.call('DELETE', `/v1/shipments/${shipment.id}`);
     await advanceClock(sandbox, '1h');
@@ -851,7 +851,7 @@ describe('DELETE /v1/shipments/:id', () => {
   it.each(['in_transit', 'delivered'] as const)(
     'answers 422 shipment_not_cancellable to a %s shipment and leaves it alone',
     async (status) => {
-      const sandbox = createTestSandbox();
+      const sandbox = await createTestSandbox();
       const shipment = await create(sandbox);
       // Tracking moves shipments there; setting the status directly keeps this test about the cancel rule.
       const store = sandbox.stores.shipments;
@@ -870,13 +870,13 @@ describe('DELETE /v1/shipments/:id', () => {
   );
 
   it('answers 404 not_found for an unknown id', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const response = await sandbox.call('DELETE', '/v1/shipments/shp_01JD3S5Z7QK2N8W4X6Y9A0B1C2');
     expectError(response, 404, 'not_found');
   });
 
   it("answers 404 not_found for another account's shipment and leaves it alone", async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const otherKey = await sandbox.newAccount();
     const theirs = await create(sandbox, {}, otherKey);
 
@@ -890,7 +890,7 @@ describe('DELETE /v1/shipments/:id', () => {
 
 describe('list totals', () => {
   it('follow every change of status and carrier, and a reset', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const [a, b] = [
       await sandbox.newShipment({ carrier: 'ups' }),
       await sandbox.newShipment({ carrier: 'fedex' }),

@@ -59,7 +59,7 @@ describe('event bodies, packed', () => {
   });
 
   it('read back byte for byte for every event type, as the API records them, at under two thirds of their text', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     await sandbox.call('POST', '/_sandbox/clock', { body: { frozen: true } });
     // One journey of each kind: a void, a cancel with a label, and a parcel through an exception to delivery.
     for (const ending of ['void', 'cancel', 'deliver'] as const) {
@@ -175,7 +175,7 @@ describe('event bodies, packed', () => {
   });
 
   it('are stored packed, listed and delivered as recorded', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const shipment = await sandbox.newShipment();
     const rows = sandbox.db.prepare('SELECT id, body, packed FROM events').all() as {
       id: string;
@@ -193,7 +193,7 @@ describe('event bodies, packed', () => {
   });
 
   it('written before packing (text in `body`) are still read as they are', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const account = (sandbox.db.prepare('SELECT id FROM accounts').get() as { id: string }).id;
     // Not what JSON.stringify would write (spaces, key order): it must come back untouched.
     const legacy =

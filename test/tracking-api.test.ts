@@ -58,7 +58,7 @@ interface Tracking {
 }
 
 async function frozenSandbox() {
-  const sandbox = createTestSandbox();
+  const sandbox = await createTestSandbox();
   expect((await sandbox.call('POST', '/_sandbox/clock', { body: { frozen: true } })).status).toBe(200);
   return sandbox;
 }
@@ -283,7 +283,7 @@ describe('the clock drives tracking', () => {
   });
 
   it('plays the same timeline on a running clock, once the scheduler runs what fell due', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const { call, scheduler, wall } = sandbox;
     await call('POST', '/_sandbox/clock', { body: { speed: 3600 } });
     const { label, plan } = await labelled(call);
@@ -302,7 +302,7 @@ describe('the clock drives tracking', () => {
   });
 
   it('keeps events newest first when a step runs after a later event was added', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const { call, wall } = sandbox;
     const { label, plan } = await labelled(call);
     // Ten hours pass on the running clock while nothing runs the scheduler: two steps are overdue.
@@ -326,7 +326,7 @@ describe('the clock drives tracking', () => {
 
 describe('scenarios', () => {
   it('lists the built-in scenarios with their steps', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const response = await sandbox.call('GET', '/_sandbox/scenarios');
     expect(response.status).toBe(200);
     const byName = new Map(

@@ -31,7 +31,7 @@ interface Tracking {
 }
 
 async function frozenSandbox() {
-  const sandbox = createTestSandbox();
+  const sandbox = await createTestSandbox();
   expect((await sandbox.call('POST', '/_sandbox/clock', { body: { frozen: true } })).status).toBe(200);
   return sandbox;
 }
@@ -535,7 +535,7 @@ describe('the tracking controls by shipment id', () => {
 
 describe('POST /_sandbox/account default_scenario', () => {
   it('refuses a scenario that does not exist and keeps the old one', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const response = await sandbox.call('POST', '/_sandbox/account', {
       body: { default_scenario: 'teleport' },
     });
@@ -555,7 +555,7 @@ describe('magic tracking numbers', () => {
   it.each(MAGIC_TRACKING_NUMBERS.map((entry) => [entry.number, entry.scenario, entry.finalStatus] as const))(
     '%s (%s) answers %s, the same for every account and on every call',
     async (number, _scenario, finalStatus) => {
-      const sandbox = createTestSandbox();
+      const sandbox = await createTestSandbox();
       const fresh = await sandbox.newAccount();
       const tracking = await track(sandbox.call, number, fresh);
       const expected = magicTimeline(number, SCENARIOS, testConfig().seed)!;
@@ -584,7 +584,7 @@ describe('magic tracking numbers', () => {
   );
 
   it('still needs a key', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     expectError(
       await sandbox.call('GET', `/v1/tracking/${MAGIC_TRACKING_NUMBERS[0]!.number}`, { key: null }),
       401,

@@ -30,7 +30,7 @@ async function receiver(replies: Reply[] = [200], options: Parameters<typeof sta
 
 /** A sandbox whose accounts' clocks are frozen, so only an advance runs deliveries. */
 async function sandboxWith(overrides: Partial<Config> = {}, resolveHost?: ResolveHost) {
-  const sandbox = createTestSandbox(overrides, { resolveHost });
+  const sandbox = await createTestSandbox(overrides, { resolveHost });
   await sandbox.call('POST', '/_sandbox/clock', { body: { frozen: true } });
   return sandbox;
 }
@@ -103,7 +103,7 @@ describe('registration refuses destinations that are never reachable', () => {
 
   it.each(ALWAYS_REFUSED)('%s, under either policy, unless allow-listed', async (url, shown, kind) => {
     for (const webhookTargets of ['local', 'public'] as const) {
-      const sandbox = createTestSandbox({ webhookTargets });
+      const sandbox = await createTestSandbox({ webhookTargets });
       const error = expectError(
         await sandbox.call('POST', '/v1/webhooks', { body: registerBody(url) }),
         422,
@@ -117,12 +117,12 @@ describe('registration refuses destinations that are never reachable', () => {
       expect((await sandbox.call('GET', '/v1/webhooks')).json.data).toEqual([]);
     }
     const host = new URL(url).hostname.replace(/^\[|\]$/g, '');
-    const exempt = createTestSandbox({ webhookTargets: 'public', webhookAllowHosts: [host] });
+    const exempt = await createTestSandbox({ webhookTargets: 'public', webhookAllowHosts: [host] });
     expect((await exempt.call('POST', '/v1/webhooks', { body: registerBody(url) })).status).toBe(201);
   });
 
   it('refuses them when PATCH changes the URL, and keeps the URL it had', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const hook = await register(sandbox, 'https://shop.example.com/hooks');
     const error = expectError(
       await sandbox.call('PATCH', `/v1/webhooks/${hook.id}`, {
@@ -168,7 +168,7 @@ describe('registration under --webhook-targets public', () => {
   ];
 
   it.each(PUBLIC_ONLY)('refuses %s (%s), which the local policy accepts', async (url, kind) => {
-    const shared = createTestSandbox({ webhookTargets: 'public' });
+    const shared = await createTestSandbox({ webhookTargets: 'public' });
     const error = expectError(
       await shared.call('POST', '/v1/webhooks', { body: registerBody(url) }),
       422,
@@ -179,7 +179,7 @@ describe('registration under --webhook-targets public', () => {
     expect(error.message).toContain('--webhook-targets public');
     expect(error.message).toContain('--webhook-allow-host');
 
-    const local = createTestSandbox({ webhookTargets: 'local' });
+    const local = await createTestSandbox({ webhookTargets: 'local' });
     expect((await local.call('POST', '/v1/webhooks', { body: registerBody(url) })).status).toBe(201);
   });
 
@@ -191,12 +191,12 @@ describe('registration under --webhook-targets public', () => {
     'https://[2606:4700:4700::1111]/',
     'https://[64:ff9b::93.184.215.14]/',
   ])('accepts %s', async (url) => {
-    const sandbox = createTestSandbox({ webhookTargets: 'public' });
+    const sandbox = await createTestSandbox({ webhookTargets: 'public' });
     expect((await sandbox.call('POST', '/v1/webhooks', { body: registerBody(url) })).status).toBe(201);
   });
 
   it('accepts exactly the hosts the operator allow-listed', async () => {
-    const sandbox = createTestSandbox({
+    const sandbox = await createTestSandbox({
       webhookTargets: 'public',
       webhookAllowHosts: ['10.1.2.3', '::1', 'hooks.localhost', '[fd00::7]'],
     });
@@ -407,7 +407,7 @@ describe("each account's share of the senders", () => {
       const RECEIVERS = 16;
       const EVENTS = 5;
       // Long enough that nothing of the stuck account times out while the test runs.
-      const sandbox = createTestSandbox({ webhookTimeoutMs: 120_000 });
+      const sandbox = await createTestSandbox({ webhookTimeoutMs: 120_000 });
       const freeze = (key: string) =>
         sandbox.call('POST', '/_sandbox/clock', { key, body: { frozen: true } });
 

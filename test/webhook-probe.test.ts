@@ -23,7 +23,7 @@ describe('POST /_sandbox/webhooks/:id/probe', () => {
   };
 
   it('sends one genuine and one forged delivery, marked as probes, and says whether they were told apart', async () => {
-    const sandbox = createTestSandbox({ webhookTimeoutMs: WEBHOOK_TIMEOUT_MS });
+    const sandbox = await createTestSandbox({ webhookTimeoutMs: WEBHOOK_TIMEOUT_MS });
     const receiver = await carefulReceiver();
     const bystander = await carefulReceiver();
     receivers.push(receiver, bystander);
@@ -77,7 +77,7 @@ describe('POST /_sandbox/webhooks/:id/probe', () => {
   });
 
   it('never retries a probe and never moves its webhook toward failed', async () => {
-    const sandbox = createTestSandbox({ webhookTimeoutMs: WEBHOOK_TIMEOUT_MS });
+    const sandbox = await createTestSandbox({ webhookTimeoutMs: WEBHOOK_TIMEOUT_MS });
     const receiver = await startAnsweringReceiver(() => ({ status: 500 }));
     receivers.push(receiver);
     const hook = await register(sandbox, receiver.url, ['shipment.created']);
@@ -106,7 +106,7 @@ describe('POST /_sandbox/webhooks/:id/probe', () => {
 
   it('goes through the destination policy like every delivery', async () => {
     // The name resolves to loopback, which the public policy refuses: nothing is sent anywhere.
-    const sandbox = createTestSandbox(
+    const sandbox = await createTestSandbox(
       { webhookTimeoutMs: WEBHOOK_TIMEOUT_MS, webhookTargets: 'public' },
       { resolveHost: async () => [{ address: '127.0.0.1', family: 4 }] },
     );
@@ -120,7 +120,7 @@ describe('POST /_sandbox/webhooks/:id/probe', () => {
   });
 
   it("needs shipments:write and a webhook of the caller's own account", async () => {
-    const sandbox = createTestSandbox({ webhookTimeoutMs: WEBHOOK_TIMEOUT_MS });
+    const sandbox = await createTestSandbox({ webhookTimeoutMs: WEBHOOK_TIMEOUT_MS });
     const receiver = await carefulReceiver();
     receivers.push(receiver);
     const hook = await register(sandbox, receiver.url, ['shipment.created']);

@@ -24,7 +24,7 @@ async function receiver(replies: Reply[] = [200]) {
 }
 
 async function frozen(overrides = {}) {
-  const sandbox = createTestSandbox(overrides);
+  const sandbox = await createTestSandbox(overrides);
   await sandbox.call('POST', '/_sandbox/clock', { body: { frozen: true } });
   return sandbox;
 }
@@ -98,7 +98,7 @@ describe('registration', () => {
     [{ url: undefined }, 'missing_field', 'url'],
     [{ colour: 'blue' }, 'invalid_field', 'colour'],
   ])('refuses %j', async (change, code, field) => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const body = {
       url: 'https://shop.example.com/hooks',
       events: ['shipment.created'],
@@ -110,7 +110,7 @@ describe('registration', () => {
   });
 
   it('takes plain http on loopback hosts, and anywhere with --allow-http-webhooks', async () => {
-    const strict = createTestSandbox();
+    const strict = await createTestSandbox();
     for (const url of ['http://localhost:9000/h', 'http://127.0.0.1/h', 'http://[::1]:8080/h']) {
       expect(
         (
@@ -120,7 +120,7 @@ describe('registration', () => {
         ).status,
       ).toBe(201);
     }
-    const open = createTestSandbox({ allowHttpWebhooks: true });
+    const open = await createTestSandbox({ allowHttpWebhooks: true });
     const response = await open.call('POST', '/v1/webhooks', {
       body: { url: 'http://receiver.internal/h', events: ['label.voided'], secret: SECRET },
     });
@@ -128,7 +128,7 @@ describe('registration', () => {
   });
 
   it('keeps webhooks to their account and checks scopes', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const hook = await register(sandbox, 'https://shop.example.com/hooks');
     const other = await sandbox.newAccount();
     expectError(await sandbox.call('GET', `/v1/webhooks/${hook.id}`, { key: other }), 404, 'not_found');
@@ -163,7 +163,7 @@ describe('registration', () => {
   });
 
   it('refuses an empty change and a status other than active or disabled', async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const hook = await register(sandbox, 'https://shop.example.com/hooks');
     expectError(
       await sandbox.call('PATCH', `/v1/webhooks/${hook.id}`, { body: {} }),
@@ -180,7 +180,7 @@ describe('registration', () => {
   });
 
   it("registers, lists and deletes under /_sandbox for the sandbox's own tools, counting nowhere", async () => {
-    const sandbox = createTestSandbox();
+    const sandbox = await createTestSandbox();
     const account = await sandbox.newAccount();
     const reader = await sandbox.call('POST', '/_sandbox/keys', {
       key: account,

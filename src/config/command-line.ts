@@ -52,10 +52,7 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv): Comman
 /** `--database` keeps everything in PostgreSQL: a SQLite location beside it says two things at once. */
 function checkStorage(config: Config, given: ReadonlySet<string>): void {
   if (config.database === undefined) return;
-  const clashing = [
-    ...(config.memory ? ['--memory'] : []),
-    ...(given.has('dataDir') ? ['--data-dir'] : []),
-  ];
+  const clashing = [...(config.memory ? ['--memory'] : []), ...(given.has('dataDir') ? ['--data-dir'] : [])];
   if (clashing.length > 0)
     throw new ConfigError(
       `--database (DATABASE_URL) keeps everything in PostgreSQL; it cannot be given with ${clashing.join(' or ')} ` +

@@ -52,7 +52,8 @@ const SQL = {
   insert: `INSERT INTO faults (id, account_id, method, path, status, code, retry_after, delay_ms, drop_connection, times,
       remaining, created_at)
     VALUES (@id, @accountId, @method, @path, @status, @code, @retryAfter, @delayMs, @drop, @times, @remaining, @createdAt)`,
-  selectActive: 'SELECT * FROM faults WHERE account_id = ? AND (remaining IS NULL OR remaining > 0) ORDER BY seq',
+  selectActive:
+    'SELECT * FROM faults WHERE account_id = ? AND (remaining IS NULL OR remaining > 0) ORDER BY seq',
   selectAll: 'SELECT * FROM faults WHERE account_id = ? ORDER BY seq DESC',
   delete: 'DELETE FROM faults WHERE id = ? AND account_id = ?',
   deleteAll: 'DELETE FROM faults WHERE account_id = ?',
