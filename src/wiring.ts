@@ -12,11 +12,11 @@ import { eventsModule } from './events/module.js';
 import { injectFaults } from './faults/middleware.js';
 import { faultsModule } from './faults/module.js';
 import { authenticate } from './http/auth.js';
-import { readBody, requireJsonObjectBody } from './http/body.js';
+import { readBody, refuseNulInUrl, requireJsonObjectBody } from './http/body.js';
 import type { AppEnv } from './http/context.js';
 import { errorHandler, routeNotFound } from './http/errors.js';
 import { methodNotAllowed as answerMethodNotAllowed } from './http/methods.js';
-import { HEALTH_ROUTE, serveOpenApiDocument } from './http/openapi.js';
+import { HEALTH_ROUTE, HEALTH_TIMEOUT_MS, serveOpenApiDocument } from './http/openapi.js';
 import { rateLimit } from './http/rate-limit.js';
 import { requireHttps } from './http/strict-https.js';
 import { journalRequests } from './journal/middleware.js';
@@ -163,7 +163,11 @@ export async function createSandbox(parts: SandboxParts) {
   );
   app.use(methodNotAllowed({ app, onMethodNotAllowed: answerMethodNotAllowed }));
 
-  app.openapi(HEALTH_ROUTE, (c) => c.json({ status: 'ok' as const }, 200));
+  app.openapi(HEALTH_ROUTE, async (c) =>
+    (await database.ping(HEALTH_TIMEOUT_MS))
+      ? c.json({ status: 'ok' as const, database: database.engine }, 200)
+      : c.json({ status: 'unavailable' as const, database: database.engine }, 503),
+  );
 
   const auth = authenticate((key) => accounts.resolveKey(key));
   // Order matters: strict HTTPS first, and only in strict mode (every step is a step of every
@@ -174,12 +178,13 @@ export async function createSandbox(parts: SandboxParts) {
     `${API_VERSION_PREFIX}/*`,
     ...(config.strictHttps ? [requireHttps(config)] : []),
     readBody,
+    refuseNulInUrl,
     auth,
     rateLimit(ports.accounts.rateLimiter, (caller) => accounts.limitsOf(caller), realNow),
     injectFaults(ports.faults.store),
     requireJsonObjectBody,
   );
-  app.use('/_sandbox/*', readBody);
+  app.use('/_sandbox/*', readBody, refuseNulInUrl);
   // Controls that take no key are mounted before the key is checked: they check what they need.
   for (const module of modules) if (module.openControls) app.route('/_sandbox', module.openControls);
   app.use('/_sandbox/*', auth, requireJsonObjectBody);

@@ -48,7 +48,10 @@ export const ERROR_CODES = {
   rate_limit_exceeded: { status: 429, when: 'a rate limit is reached; `Retry-After` says when to retry' },
   headers_too_large: { status: 431, when: 'the request headers are too large' },
   internal_error: { status: 500, when: 'anything unexpected (no stack trace in the body)' },
-  service_unavailable: { status: 503, when: 'only when a fault rule (`POST /_sandbox/faults`) injects it' },
+  service_unavailable: {
+    status: 503,
+    when: 'the database cannot be reached (PostgreSQL), or a fault rule (`POST /_sandbox/faults`) injects it',
+  },
   insufficient_storage: { status: 507, when: "the sandbox's disk is full; nothing was changed" },
   fault_injected: {
     status: undefined,

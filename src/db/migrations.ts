@@ -142,21 +142,30 @@ export async function migratePostgres(pool: pg.Pool, owners: readonly OwnedTable
     ).rows;
     const recorded = new Map(rows.map((row) => [row.name, row.version]));
     checkNotNewer(recorded, owners, (owner) => owner.migrations.postgres.length);
+    // Every step due, and its record, in one transaction: PostgreSQL's DDL is transactional, so a
+    // start that fails half-way leaves the schema as it found it.
+    const steps: string[] = [];
+    const records: [string, number][] = [];
     for (const owner of owners) {
-      const steps = owner.migrations.postgres;
-      for (let version = recorded.get(owner.name) ?? 0; version < steps.length; version++) {
-        await client.query('BEGIN');
-        try {
-          await client.query(steps[version] as string);
+      const known = owner.migrations.postgres;
+      const from = recorded.get(owner.name) ?? 0;
+      if (from === known.length) continue;
+      steps.push(...known.slice(from));
+      records.push([owner.name, known.length]);
+    }
+    if (steps.length > 0) {
+      await client.query('BEGIN');
+      try {
+        await client.query(steps.join(';\n'));
+        for (const [name, version] of records)
           await client.query(
             'INSERT INTO schema_versions (name, version) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET version = excluded.version',
-            [owner.name, version + 1],
+            [name, version],
           );
-          await client.query('COMMIT');
-        } catch (error) {
-          await client.query('ROLLBACK');
-          throw error;
-        }
+        await client.query('COMMIT');
+      } catch (error) {
+        await client.query('ROLLBACK');
+        throw error;
       }
     }
   } finally {

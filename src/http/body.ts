@@ -1,6 +1,6 @@
 import type { Context } from 'hono';
 import { createMiddleware } from 'hono/factory';
-import { ApiError } from '../core/errors.js';
+import { ApiError, invalidField } from '../core/errors.js';
 import type { AppEnv } from './context.js';
 import { readBodyText } from './node-adapter.js';
 
@@ -76,5 +76,41 @@ export const requireJsonObjectBody = createMiddleware<AppEnv>(async (c, next) =>
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw new ApiError(400, 'invalid_json', 'The request body must be a JSON object.');
   }
+  const nul = text.includes('\\u0000') ? pathOfNul(body) : undefined;
+  if (nul !== undefined)
+    throw invalidField(
+      nul,
+      `'${nul}' must not contain the NUL character (U+0000), which no text column can hold.`,
+    );
+  await next();
+});
+
+/**
+ * The dotted path of the first string (or key) holding a NUL character, which PostgreSQL cannot
+ * store in text: refused on every engine, so that both answer alike.
+ */
+function pathOfNul(value: unknown, path = ''): string | undefined {
+  if (typeof value === 'string') return value.includes('\u0000') ? path || 'body' : undefined;
+  if (value === null || typeof value !== 'object') return undefined;
+  for (const [key, inner] of Object.entries(value)) {
+    const at = path ? `${path}.${key}` : key;
+    if (key.includes('\u0000')) return at;
+    const found = pathOfNul(inner, at);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
+
+/**
+ * A NUL character (`%00`) in the path or the query names nothing the sandbox can hold (PostgreSQL's
+ * text cannot): `400 invalid_parameter` on every engine.
+ */
+export const refuseNulInUrl = createMiddleware<AppEnv>(async (c, next) => {
+  if (/%00/.test(c.req.url))
+    throw new ApiError(
+      400,
+      'invalid_parameter',
+      'The path and query must not contain the NUL character (%00).',
+    );
   await next();
 });

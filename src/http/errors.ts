@@ -3,7 +3,12 @@ import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { Logger } from 'pino';
 import { ApiError } from '../core/errors.js';
-import { insufficientStorage, isDiskFull } from '../core/storage-errors.js';
+import {
+  insufficientStorage,
+  isDatabaseUnavailable,
+  isDiskFull,
+  serviceUnavailable,
+} from '../core/storage-errors.js';
 import type { AppEnv } from './context.js';
 
 /** Hono's own exceptions (thrown by its validators and body reading) in the contract's words. */
@@ -45,6 +50,13 @@ export function errorHandler(logger: Logger): ErrorHandler {
   const FULL_DISK_LOG_INTERVAL_MS = 60_000;
   let fullDiskLoggedAt = Number.NEGATIVE_INFINITY;
   let refusedSinceLogged = 0;
+  // While the database is out of reach every request fails alike: said once a minute too.
+  const unreachable = onceAMinute((error, count) =>
+    logger.warn(
+      { err: error, refused: count },
+      'the database cannot be reached: requests are answered 503 until it is back',
+    ),
+  );
   return (error, c) => {
     if (error instanceof ApiError) return respondWithError(c, error);
     if (error instanceof HTTPException && error.status !== 500)
@@ -61,8 +73,27 @@ export function errorHandler(logger: Logger): ErrorHandler {
       }
       return respondWithError(c, insufficientStorage());
     }
+    if (isDatabaseUnavailable(error)) {
+      unreachable.say(error);
+      return respondWithError(c, serviceUnavailable());
+    }
     logger.error({ err: error, method: c.req.method, path: c.req.path }, 'unexpected error');
     return respondWithError(c, new ApiError(500, 'internal_error', 'An unexpected error occurred.'));
+  };
+}
+
+/** Says something at most once a minute, with how many times it happened since it last said it. */
+function onceAMinute(say: (error: unknown, count: number) => void) {
+  let saidAt = Number.NEGATIVE_INFINITY;
+  let since = 0;
+  return {
+    say(error: unknown) {
+      since += 1;
+      if (performance.now() - saidAt < 60_000) return;
+      saidAt = performance.now();
+      say(error, since);
+      since = 0;
+    },
   };
 }
 

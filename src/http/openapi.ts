@@ -26,13 +26,33 @@ export const HEALTH_ROUTE = createRoute({
   path: '/healthz',
   operationId: 'getHealth',
   tags: [SERVICE_TAG],
-  summary: 'Whether the sandbox is up (no key needed)',
+  summary: 'Whether the sandbox is up and reaches its database (no key needed)',
   security: [],
   responses: {
-    200: jsonResponse(z.object({ status: z.literal('ok') }).openapi('Health'), 'The sandbox is up'),
+    // Its 503 is its own answer, not the error body.
     ...openErrors(),
+    200: jsonResponse(
+      z
+        .object({
+          status: z.literal('ok'),
+          database: z
+            .enum(['sqlite', 'postgres'])
+            .openapi({ description: 'The engine that keeps the data: SQLite, or PostgreSQL (`--database`)' }),
+        })
+        .openapi('Health'),
+      'The sandbox is up',
+    ),
+    503: jsonResponse(
+      z
+        .object({ status: z.literal('unavailable'), database: z.enum(['sqlite', 'postgres']) })
+        .openapi('Unhealthy'),
+      'The sandbox cannot reach its database (PostgreSQL): load balancers take it out of rotation',
+    ),
   },
 });
+
+/** How long `/healthz` waits for the database before calling it out of reach. */
+export const HEALTH_TIMEOUT_MS = 2_000;
 
 /**
  * Serves the OpenAPI 3.1 document at `GET /openapi.json`. It is generated from the routes once, at

@@ -76,7 +76,7 @@ export const ErrorCodes = {
   write: ['insufficient_storage'],
 } as const satisfies Record<string, readonly ErrorCode[]>;
 
-/** Codes every authenticated `/v1` route can answer, whatever it does (503 only from a fault rule). */
+/** Codes every authenticated `/v1` route can answer, whatever it does (503: the database, or a fault rule). */
 const API_CODES = [
   'missing_api_key',
   'invalid_api_key',
@@ -95,10 +95,15 @@ const CONTROL_CODES = [
   'insufficient_scope',
   'method_not_allowed',
   'internal_error',
+  'service_unavailable',
 ] as const satisfies readonly ErrorCode[];
 
-/** Codes a route that takes no key can answer. */
-const OPEN_CODES = ['method_not_allowed', 'internal_error'] as const satisfies readonly ErrorCode[];
+/** Codes a route that takes no key can answer (503: the database cannot be reached). */
+const OPEN_CODES = [
+  'method_not_allowed',
+  'internal_error',
+  'service_unavailable',
+] as const satisfies readonly ErrorCode[];
 
 type StatusOf<C extends ErrorCode> = Exclude<(typeof ERROR_CODES)[C]['status'], undefined>;
 
