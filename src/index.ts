@@ -33,11 +33,13 @@ export function conformance(options: ConformanceOptions): Promise<ConformanceRep
 
 /**
  * Starts a sandbox in this process and resolves once it answers: HTTP on a free port of 127.0.0.1,
- * everything in memory unless `dataDir` is given, no HTTPS unless asked, nothing written to the
+ * everything in memory unless `dataDir` or `database` is given, no HTTPS unless asked, nothing written to the
  * working directory, and a fresh account (not the fixed default one) whose full key it returns.
  * Several may run at once; `stop()` each.
  */
 export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbox> {
+  if (options.dataDir !== undefined && options.database !== undefined)
+    throw new TypeError('startSandbox(options): give dataDir or database, not both.');
   const config = configOf(options);
   let server: RunningServer;
   let https: Sandbox['https'];
@@ -100,6 +102,7 @@ const OPTIONS: {
   ) => Partial<Record<keyof Config, unknown>>;
 } = {
   dataDir: (dir) => ({ memory: 'false', dataDir: dir }),
+  database: (url) => ({ memory: 'false', database: url }),
   seed: (seed) => ({ seed }),
   clockSpeed: (speed) => ({ clockSpeed: speed }),
   // The account's plan: checked by the route that creates it.

@@ -12,7 +12,14 @@ import {
   removePortFile,
   writePortFile,
 } from './cli/ready.js';
-import { type CommandLine, ConfigError, helpText, parseCommandLine, SETTINGS } from './config/index.js';
+import {
+  ClashingSettings,
+  type CommandLine,
+  ConfigError,
+  helpText,
+  parseCommandLine,
+  SETTINGS,
+} from './config/index.js';
 import { SANDBOX_VERSION } from './core/version.js';
 import type { RunningSandbox } from './server.js';
 
@@ -42,9 +49,9 @@ async function serve(args: string[]): Promise<void> {
   try {
     commandLine = parseCommandLine(args, process.env);
   } catch (error) {
-    if (!(error instanceof ConfigError)) throw error;
+    if (!(error instanceof ConfigError) && !(error instanceof ClashingSettings)) throw error;
     process.stderr.write(`shipping-sandbox: ${error.message}\n`);
-    process.exitCode = 2;
+    process.exitCode = error instanceof ClashingSettings ? 1 : 2;
     return;
   }
   if (commandLine.help) {
@@ -99,6 +106,7 @@ async function serve(args: string[]): Promise<void> {
     certificatePath: sandbox.certificatePath,
     cdnUrl: sandbox.cdnUrl,
     location: sandbox.location,
+    engine: sandbox.sandbox.database.engine,
     apiKey: DEFAULT_ACCOUNT.api_key.value,
     strictHttps: config.strictHttps,
     version,

