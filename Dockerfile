@@ -6,6 +6,10 @@
 # Flags go after the image name (`... shipping-sandbox --tls-name sandbox`), or as their variables
 # (`-e SANDBOX_TLS_NAMES=sandbox`); `--help` lists them all.
 #
+# Over PostgreSQL instead of the SQLite file in /data (several containers with the same URL act as one):
+#   docker run --rm -p 4010:4010 -e DATABASE_URL=postgres://user:password@db.example:5432/sandbox shipping-sandbox
+# /data then keeps only the HTTPS certificate. See examples/compose/compose.postgres.yaml.
+#
 # Node 20: the major the tests and CI run on.
 
 # Build stage: install (better-sqlite3 is compiled where no prebuilt binary fits the platform), then

@@ -102,7 +102,8 @@ const OPTIONS: {
   ) => Partial<Record<keyof Config, unknown>>;
 } = {
   dataDir: (dir) => ({ memory: 'false', dataDir: dir }),
-  database: (url) => ({ memory: 'false', database: url }),
+  // The HTTPS certificate, if asked for, is made as for memory: nothing is written to the working directory.
+  database: (url) => ({ database: url }),
   seed: (seed) => ({ seed }),
   clockSpeed: (speed) => ({ clockSpeed: speed }),
   // The account's plan: checked by the route that creates it.

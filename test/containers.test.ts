@@ -276,6 +276,54 @@ type Service = {
   depends_on?: Record<string, { condition: string }>;
 };
 
+describe('the Compose example over PostgreSQL', () => {
+  const dir = join(ROOT, 'examples/compose');
+  const compose = parseYaml(readFileSync(join(dir, 'compose.postgres.yaml'), 'utf8')) as {
+    services: Record<string, Service>;
+    volumes: Record<string, unknown>;
+  };
+  const postgres = compose.services.postgres ?? {};
+  const sandboxService = compose.services.sandbox ?? {};
+  /** The sandbox's settings in its container: the image's variables, the file's, then its flags. */
+  const settings = () => {
+    const parsed = parseCommandLine(sandboxService.command ?? [], {
+      ...imageEnv,
+      ...(sandboxService.environment ?? {}),
+    });
+    if (parsed.help) throw new Error('--help');
+    return parsed.config;
+  };
+
+  it('keeps the data in the postgres service, as its own user, password and database', () => {
+    const url = new URL(settings().database ?? '');
+    expect(url.protocol).toBe('postgres:');
+    expect(url.hostname).toBe('postgres');
+    expect(url.port).toBe('5432');
+    const env = postgres.environment ?? {};
+    expect([url.username, url.password, url.pathname.slice(1)]).toEqual([
+      env.POSTGRES_USER,
+      env.POSTGRES_PASSWORD,
+      env.POSTGRES_DB,
+    ]);
+    // The image's data directory is no clash: with --database it keeps only the certificate.
+    expect(settings().memory).toBe(false);
+  });
+
+  it('starts the sandbox once PostgreSQL is ready, and the app once the sandbox is', () => {
+    expect(postgres.image).toMatch(/^postgres:\d+/);
+    expect(postgres.healthcheck?.test).toEqual(['CMD', 'pg_isready', '-U', 'sandbox', '-d', 'sandbox']);
+    expect(sandboxService.depends_on?.postgres?.condition).toBe('service_healthy');
+    expect(compose.services.app?.depends_on?.sandbox?.condition).toBe('service_healthy');
+    expect(resolve(dir, sandboxService.build?.context ?? '')).toBe(ROOT);
+  });
+
+  it('uses only flags and variables the sandbox has', () => {
+    for (const flag of (sandboxService.command ?? []).filter((arg) => arg.startsWith('--')))
+      expect(FLAGS, flag).toContain(flag);
+    for (const name of Object.keys(sandboxService.environment ?? {})) expect(VARIABLES, name).toContain(name);
+  });
+});
+
 describe('the Compose example', () => {
   const dir = join(ROOT, 'examples/compose');
   const compose = parseYaml(readFileSync(join(dir, 'compose.yaml'), 'utf8')) as {

@@ -51,9 +51,11 @@ describe('--database', () => {
     const url = 'postgres://u:p@db.example:5432/sandbox';
     expect(() => parseCommandLine(['--database', url, '--memory'], {})).toThrow(/--database.*--memory/);
     expect(() => parseCommandLine(['--database', url, '--data-dir', '/tmp/x'], {})).toThrow(/--data-dir/);
-    expect(() => parseCommandLine([], { DATABASE_URL: url, SANDBOX_DATA_DIR: '/tmp/x' })).toThrow(
-      /--data-dir/,
-    );
+    expect(() => parseCommandLine([], { DATABASE_URL: url, SANDBOX_MEMORY: 'true' })).toThrow(/--memory/);
+    // The image sets SANDBOX_DATA_DIR: beside --database it keeps only the HTTPS certificate.
+    expect(parseCommandLine([], { DATABASE_URL: url, SANDBOX_DATA_DIR: '/data' })).toMatchObject({
+      config: { database: url, dataDir: '/data' },
+    });
     const built = spawnSync(
       process.execPath,
       ['dist/main.js', '--database', url, '--memory', '--port', '0'],

@@ -27,6 +27,7 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv): Comman
 
   const config: Record<string, unknown> = {};
   const given = new Set<string>();
+  const flagged = new Set<string>();
   for (const [key, setting] of Object.entries(SETTINGS) as [string, Setting][]) {
     const fromFlag = values[setting.flag];
     const fromEnv = env[setting.env];
@@ -36,6 +37,7 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv): Comman
     const source = fromFlag === undefined ? `environment variable ${setting.env}` : `--${setting.flag}`;
     const input = typeof raw === 'boolean' ? String(raw) : raw === '' ? undefined : raw;
     if (input !== undefined) given.add(key);
+    if (fromFlag !== undefined) flagged.add(key);
     const parsed = setting.schema.safeParse(input);
     if (!parsed.success) {
       const reason = parsed.error.issues[0]?.message ?? 'is invalid';
@@ -45,7 +47,7 @@ export function parseCommandLine(argv: string[], env: NodeJS.ProcessEnv): Comman
     }
     config[key] = parsed.data;
   }
-  checkStorage(config as Config, given);
+  checkStorage(config as Config, given, flagged);
   return { help: false, config: config as Config };
 }
 
@@ -57,14 +59,21 @@ export class ClashingSettings extends Error {
   override name = 'ClashingSettings';
 }
 
-/** `--database` keeps everything in PostgreSQL: a SQLite location beside it says two things at once. */
-function checkStorage(config: Config, given: ReadonlySet<string>): void {
+/**
+ * `--database` keeps everything in PostgreSQL: `--memory`, or `--data-dir` on the command line, beside
+ * it says two things at once. `SANDBOX_DATA_DIR` from the environment does not clash (the image sets
+ * it): with `--database` the data directory keeps only the HTTPS certificate the sandbox makes.
+ */
+function checkStorage(config: Config, given: ReadonlySet<string>, flagged: ReadonlySet<string>): void {
   if (config.database === undefined) return;
-  const clashing = [...(config.memory ? ['--memory'] : []), ...(given.has('dataDir') ? ['--data-dir'] : [])];
+  const clashing = [
+    ...(config.memory && given.has('memory') ? ['--memory'] : []),
+    ...(flagged.has('dataDir') ? ['--data-dir'] : []),
+  ];
   if (clashing.length > 0)
     throw new ClashingSettings(
-      `--database (DATABASE_URL) keeps everything in PostgreSQL; it cannot be given with ${clashing.join(' or ')} ` +
-        '(their environment variables included), which say where SQLite keeps it. Give one or the other.',
+      `--database (DATABASE_URL) keeps everything in PostgreSQL; it cannot be given with ${clashing.join(' or ')}, ` +
+        'which say where SQLite keeps it. Give one or the other.',
     );
 }
 

@@ -57,7 +57,7 @@ export const SETTINGS = {
     defaultText: 'none (SQLite in --data-dir)',
     description:
       'keep everything in this PostgreSQL database (postgres://user:password@host:5432/db?sslmode=require); ' +
-      'several sandboxes with the same URL act as one',
+      'several sandboxes with the same URL act as one; not with --memory or --data-dir',
     schema: z
       .string()
       .trim()
