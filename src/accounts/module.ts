@@ -30,7 +30,7 @@ export function accountsModule(settings: {
     name: 'accounts',
     migrations: ACCOUNTS_MIGRATIONS,
     build({ db, realNow, logger, ports, provide }) {
-      const store = new AccountStore();
+      const store = new AccountStore(db.engine === 'sqlite');
       const rateLimiter = new RateLimiter();
       const service = new AccountService({
         db,

@@ -114,13 +114,16 @@ const SQL = {
 };
 
 /**
- * SQL for accounts and their keys. Every API request looks up its key and account: they change only
- * through this store, so they are kept in memory, and every write here drops what it could have made
- * stale.
+ * SQL for accounts and their keys. Every API request looks up its key and account. Over SQLite they
+ * change only through this store, so they are kept in memory, and every write here drops what it
+ * could have made stale; over PostgreSQL another replica may revoke a key or move a clock, so they are
+ * read each time (`keepInMemory` false).
  */
 export class AccountStore {
   private readonly byKeyValue = new Map<string, { account: Account; key: ApiKeyRecord }>();
   private readonly byId = new Map<string, Account>();
+
+  constructor(private readonly keepInMemory: boolean) {}
 
   private forget(): void {
     this.byKeyValue.clear();
@@ -179,6 +182,7 @@ export class AccountStore {
     const row = await q.get<AccountRow>(SQL.selectAccount, [id]);
     if (!row) return undefined;
     const account = toAccount(row);
+    if (!this.keepInMemory) return account;
     if (this.byId.size >= CACHE_LIMIT) this.byId.clear();
     this.byId.set(id, account);
     return account;
@@ -209,6 +213,7 @@ export class AccountStore {
       revoked_at: row.key_revoked_at,
     });
     const found = { account: toAccount(row), key };
+    if (!this.keepInMemory) return found;
     // Unknown keys are not remembered, so random ones cannot fill the memory.
     if (this.byKeyValue.size >= CACHE_LIMIT) this.byKeyValue.clear();
     this.byKeyValue.set(value, found);
