@@ -29,6 +29,7 @@ import { coldStart } from './cold-start.js';
 import { embed } from './embed.js';
 import { labelMemory } from './labels.js';
 import { parseOptions } from './options.js';
+import { postgres } from './postgres.js';
 import { type FigureRow, figureTable, type LoadRow, loadTable, toJson } from './report.js';
 import { scale } from './scale.js';
 import { throughput } from './throughput.js';
@@ -164,6 +165,12 @@ async function main(): Promise<void> {
   if (options.only.has('webhooks'))
     await section('webhooks', async () => {
       const result = await webhooks(options, log);
+      loadRows.push(...result.rows);
+      figures.push(...result.figures);
+    });
+  if (options.only.has('postgres'))
+    await section('postgres', async () => {
+      const result = await postgres(options, log);
       loadRows.push(...result.rows);
       figures.push(...result.figures);
     });

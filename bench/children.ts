@@ -169,11 +169,11 @@ export type Storage = 'memory' | 'file';
 /**
  * `node dist/main.js --memory --no-rate-limits --port 0 --https-port 0 --log-level warn`; with
  * `storage: 'file'`, `--data-dir <fresh temporary folder>` instead of `--memory`, the folder removed
- * when the sandbox stops.
+ * when the sandbox stops; with `database`, `--database <url>` instead.
  */
 export async function startSandbox(
   nodeArgs: string[] = [],
-  options: { storage?: Storage } = {},
+  options: { storage?: Storage; database?: string } = {},
 ): Promise<Server> {
   const build = distFingerprint();
   expectedBuild ??= build;
@@ -181,6 +181,16 @@ export async function startSandbox(
     buildChanges.push(build);
     process.stderr.write(
       `bench: WARNING dist/ changed during the run (${expectedBuild} -> ${build}): figures mix builds\n`,
+    );
+  }
+  if (options.database !== undefined) {
+    const flags = SANDBOX_FLAGS.filter((flag) => flag !== '--memory');
+    return startServer(
+      'sandbox',
+      ['dist/main.js', '--database', options.database, ...flags],
+      READY_LINE,
+      {},
+      [...SANDBOX_NODE_FLAGS, ...nodeArgs],
     );
   }
   if (options.storage !== 'file') {

@@ -8,6 +8,7 @@ export const SECTIONS = [
   'labels',
   'clock',
   'webhooks',
+  'postgres',
 ] as const;
 export type Section = (typeof SECTIONS)[number];
 

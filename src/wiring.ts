@@ -10,7 +10,7 @@ import { type OwnedTables, SETTINGS } from './db/migrations.js';
 import type { SandboxDatabase } from './db/sql.js';
 import { eventsModule } from './events/module.js';
 import { injectFaults } from './faults/middleware.js';
-import { faultsModule } from './faults/module.js';
+import { FAULTS_FACT, faultsModule } from './faults/module.js';
 import { authenticate } from './http/auth.js';
 import { readBody, refuseNulInUrl, requireJsonObjectBody } from './http/body.js';
 import type { AppEnv } from './http/context.js';
@@ -181,7 +181,7 @@ export async function createSandbox(parts: SandboxParts) {
     refuseNulInUrl,
     auth,
     rateLimit(ports.accounts.rateLimiter, (caller) => accounts.limitsOf(caller), realNow),
-    injectFaults(ports.faults.store),
+    injectFaults(ports.faults.store, (caller) => accounts.factOf(caller, FAULTS_FACT) !== false),
     requireJsonObjectBody,
   );
   app.use('/_sandbox/*', readBody, refuseNulInUrl);

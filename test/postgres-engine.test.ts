@@ -10,7 +10,7 @@ import { startSandbox } from '../src/index.js';
 import { startServer } from '../src/server.js';
 import { newPostgresSchema } from './databases.js';
 import { shipmentRequest } from './helpers.js';
-import { type PostgresServer, startPostgresServer } from './postgres-server.js';
+import { type PostgresServer, startPostgresServer } from '../scripts/embedded-postgres.js';
 
 /**
  * The sandbox over PostgreSQL as a user meets it: `--database` (and `DATABASE_URL`), `startSandbox({

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { numberParameters, PostgresSql } from '../src/db/postgres.js';
 import type { Sql } from '../src/db/sql.js';
 import { SqliteSql } from '../src/db/sqlite.js';
-import { createDatabase, type PostgresServer, startPostgresServer } from './postgres-server.js';
+import { createDatabase, type PostgresServer, startPostgresServer } from '../scripts/embedded-postgres.js';
 
 let server: PostgresServer;
 const pools: pg.Pool[] = [];

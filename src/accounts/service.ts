@@ -11,7 +11,7 @@ import { KeyUsage } from './key-usage.js';
 import { keyShape, newKeyValue } from './keys.js';
 import { ceilingsFor, type PlanCeiling } from './plans.js';
 import type { AccountSettingsInput, CreateAccountInput, CreateKeyInput } from './schema.js';
-import type { Account, AccountStore, ApiKeyRecord } from './store.js';
+import type { Account, AccountStore, ApiKeyRecord, FoundKey } from './store.js';
 
 export interface AccountServiceOptions {
   db: Sql;
@@ -130,7 +130,25 @@ export class AccountService {
     const now = clockNow(found.account.clock, this.realNow());
     // In memory only: reading never writes (on a full disk every request would fail).
     this.usage.noteUse(found.key.id, now);
-    return { accountId: found.account.id, keyId: found.key.id, scopes: found.key.scopes, now };
+    const caller: Caller = {
+      accountId: found.account.id,
+      keyId: found.key.id,
+      scopes: found.key.scopes,
+      now,
+    };
+    this.found.set(caller, found);
+    return caller;
+  }
+
+  /** What each request's key lookup read, for the rest of that request (its limits, its facts). */
+  private readonly found = new WeakMap<Caller, FoundKey>();
+
+  /**
+   * A fact another module read with the caller's key (`AccountStore.addCallerFact`); undefined for a
+   * caller not resolved by `resolveKey` (a scheduled job's actor), or a fact not asked for.
+   */
+  factOf(caller: Caller, name: string): unknown {
+    return this.found.get(caller)?.facts[name];
   }
 
   /**
@@ -151,7 +169,8 @@ export class AccountService {
 
   /** The caller's rate limits, worked out once per account state and key. */
   async limitsOf(caller: Caller): Promise<CallerLimits> {
-    const account = await this.get(caller.accountId);
+    // The account as this request's key lookup read it, when it did: no second read.
+    const account = this.found.get(caller)?.account ?? (await this.get(caller.accountId));
     let byKey = this.limits.get(account);
     if (!byKey) {
       byKey = new Map();

