@@ -77,7 +77,7 @@ describe.each(Object.keys(engines))('the %s engine', (engine) => {
         throw new Error('boom');
       }),
     ).rejects.toThrow('boom');
-    await sql.transaction(async (tx) => {
+    const result = await sql.transaction(async (tx) => {
       await tx.run("INSERT INTO t (a) VALUES ('kept')");
       await tx
         .transaction(async (inner) => {
@@ -86,7 +86,9 @@ describe.each(Object.keys(engines))('the %s engine', (engine) => {
         })
         .catch(() => undefined);
       await tx.transaction((inner) => inner.run("INSERT INTO t (a) VALUES ('inner kept')"));
+      return 'done';
     });
+    expect(result).toBe('done');
     expect(await sql.column('SELECT a FROM t ORDER BY seq')).toEqual(['kept', 'inner kept']);
   });
 

@@ -60,20 +60,3 @@ function openInMemory(): Db {
   db.pragma(`cache_size = -${MEMORY_PAGE_CACHE_KIB}`);
   return db;
 }
-
-type Work = () => unknown;
-const runners = new WeakMap<Db, (work: Work) => unknown>();
-
-/**
- * Runs `work` in a transaction (a savepoint when one is already open), committed when it returns and
- * rolled back when it throws. One wrapper per database serves every call: `db.transaction(fn)` builds
- * four wrapper functions each time, a noticeable part of a small write.
- */
-export function transaction<T>(db: Db, work: () => T): T {
-  let run = runners.get(db);
-  if (!run) {
-    run = db.transaction((inner: Work) => inner());
-    runners.set(db, run);
-  }
-  return run(work) as T;
-}
