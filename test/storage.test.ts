@@ -7,6 +7,7 @@ import { newId } from '../src/core/ids.js';
 import { CursorCodec } from '../src/core/paging.js';
 import { type Db, MEMORY_PAGE_CACHE_KIB, MEMORY_PAGE_SIZE } from '../src/db/database.js';
 import { LEGACY_MIGRATIONS } from '../src/db/legacy-migrations.js';
+import { SqliteSql } from '../src/db/sqlite.js';
 import { packBody, packEnvelope, storedBody, unpackBody } from '../src/events/packing.js';
 import { EVENT_TYPES } from '../src/events/schema.js';
 import { EventStore } from '../src/events/store.js';
@@ -72,13 +73,13 @@ describe('event bodies, packed', () => {
           await sandbox.call('POST', `/_sandbox/shipments/${shipment.id}/advance`, { body: { status } });
       }
     }
-    const rows = sandbox.db.prepare('SELECT id, type, created_at, body, packed FROM events').all() as {
+    const rows = await sandbox.db.all<{
       id: string;
       type: string;
       created_at: number;
       body: string;
       packed: Buffer;
-    }[];
+    }>('SELECT id, type, created_at, body, packed FROM events');
     expect(new Set(rows.map((row) => row.type))).toEqual(new Set(EVENT_TYPES));
     const listed = (await sandbox.call('GET', '/_sandbox/events?limit=1000')).text;
     for (const row of rows) {
@@ -177,11 +178,11 @@ describe('event bodies, packed', () => {
   it('are stored packed, listed and delivered as recorded', async () => {
     const sandbox = await createTestSandbox();
     const shipment = await sandbox.newShipment();
-    const rows = sandbox.db.prepare('SELECT id, body, packed FROM events').all() as {
+    const rows = await sandbox.db.all<{
       id: string;
       body: string;
       packed: Buffer | null;
-    }[];
+    }>('SELECT id, body, packed FROM events');
     expect(rows).toHaveLength(1);
     const [row] = rows;
     expect(row?.body).toBe('');
@@ -189,21 +190,22 @@ describe('event bodies, packed', () => {
     const listed = await sandbox.call('GET', '/_sandbox/events');
     expect(listed.json.data[0]).toMatchObject({ id: row?.id, event: 'shipment.created', data: shipment });
     // What a webhook sends: the envelope exactly as it was serialised when recorded.
-    expect(sandbox.stores.events.body(row?.id as string)).toBe(JSON.stringify(listed.json.data[0]));
+    expect(await sandbox.stores.events.body(sandbox.db, row?.id as string)).toBe(
+      JSON.stringify(listed.json.data[0]),
+    );
   });
 
   it('written before packing (text in `body`) are still read as they are', async () => {
     const sandbox = await createTestSandbox();
-    const account = (sandbox.db.prepare('SELECT id FROM accounts').get() as { id: string }).id;
+    const account = ((await sandbox.db.get('SELECT id FROM accounts')) as { id: string }).id;
     // Not what JSON.stringify would write (spaces, key order): it must come back untouched.
     const legacy =
       '{"id": "evt_legacy", "event": "shipment.cancelled", "created_at": "2026-11-22T08:00:00Z", "data": {"status": "cancelled", "id": "shp_x"}}';
-    sandbox.db
-      .prepare(
-        "INSERT INTO events (id, account_id, type, created_at, body) VALUES ('evt_legacy', ?, 'shipment.cancelled', ?, ?)",
-      )
-      .run(account, T0, legacy);
-    expect(sandbox.stores.events.body('evt_legacy')).toBe(legacy);
+    await sandbox.db.run(
+      "INSERT INTO events (id, account_id, type, created_at, body) VALUES ('evt_legacy', ?, 'shipment.cancelled', ?, ?)",
+      [account, T0, legacy],
+    );
+    expect(await sandbox.stores.events.body(sandbox.db, 'evt_legacy')).toBe(legacy);
     const listed = await sandbox.call('GET', '/_sandbox/events');
     expect(listed.json.data).toEqual([JSON.parse(legacy)]);
   });
@@ -217,16 +219,17 @@ describe('schema 7 (smaller indexes)', () => {
   });
 
   /** An account and `count` shipments over time (three to a millisecond), written through the store. */
-  function seedShipments(db: Db, count: number) {
+  async function seedShipments(db: Db, count: number) {
     const accountId = 'acct_storage';
     db.prepare(
       `INSERT INTO accounts (id, name, plan, created_at, clock_anchor_real, clock_anchor_virtual, clock_speed)
        VALUES (?, 'storage', 'growth', ?, ?, ?, 1)`,
     ).run(accountId, T0, T0, T0);
-    const store = new ShipmentStore(db);
+    const sql = new SqliteSql(db);
+    const store = new ShipmentStore(sql);
     const carriers = ['usps', 'ups', 'fedex', 'dhl_express'];
     for (let i = 0; i < count; i++) {
-      const { record } = store.insert({
+      const { record } = await store.insert(sql, {
         id: `shp_${String(i).padStart(8, '0')}`,
         accountId,
         status: 'created',
@@ -239,9 +242,9 @@ describe('schema 7 (smaller indexes)', () => {
         reference: null,
         createdAt: T0 + Math.floor(i / 3),
       });
-      if (i % 7 === 0) store.setStatus(record, 'cancelled', record.createdAt);
+      if (i % 7 === 0) await store.setStatus(sql, record, 'cancelled', record.createdAt);
     }
-    return { accountId, store };
+    return { accountId, store, sql };
   }
 
   /** The same in the columns shipments had before their JSON was kept with them (schemas 1 to 12). */
@@ -263,9 +266,9 @@ describe('schema 7 (smaller indexes)', () => {
     return { accountId };
   }
 
-  it('lists newest first through an index, for every filter, with and without a cursor', () => {
+  it('lists newest first through an index, for every filter, with and without a cursor', async () => {
     const db = openMigratedDatabase(':memory:');
-    const { accountId, store } = seedShipments(db, 3_000);
+    const { accountId, store, sql } = await seedShipments(db, 3_000);
     const prepared: string[] = [];
     const prepare = db.prepare.bind(db);
     vi.spyOn(db, 'prepare').mockImplementation(((sql: string) => {
@@ -274,11 +277,12 @@ describe('schema 7 (smaller indexes)', () => {
     }) as Db['prepare']);
 
     const shipments = new ShipmentService({
-      db,
+      db: sql,
       store,
-      events: new EventStore(db),
+      events: new EventStore(sql),
       cursors: new CursorCodec(Buffer.alloc(32, 7)),
-      voidLabelOnCancel: (_actor, shipment) => shipment,
+      voidLabelOnCancel: async (_tx, _actor, shipment) => shipment,
+      keepAnswers: true,
     });
     const actor = { accountId, now: T0 };
     const all = db
@@ -297,7 +301,9 @@ describe('schema 7 (smaller indexes)', () => {
       const seen: string[] = [];
       let cursor: string | undefined;
       do {
-        const page = JSON.parse(shipments.list(actor, { ...filter, limit: '100', cursor })) as ShipmentList;
+        const page = JSON.parse(
+          await shipments.list(actor, { ...filter, limit: '100', cursor }),
+        ) as ShipmentList;
         seen.push(...page.data.map((s) => s.id));
         expect(page.meta.total).toBe(expected.length);
         cursor = page.meta.cursor ?? undefined;
@@ -309,29 +315,30 @@ describe('schema 7 (smaller indexes)', () => {
       ...new Set(prepared.filter((sql) => /^SELECT [\w, ]+ FROM shipments WHERE account_(id|key)/.test(sql))),
     ];
     expect(lists.length).toBeGreaterThanOrEqual(8);
-    for (const sql of lists) {
+    for (const text of lists) {
       const plan = (
-        db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all({
+        db.prepare(`EXPLAIN QUERY PLAN ${text}`).all({
           accountId,
           status: 'created',
           carrier: 'ups',
           afterCreatedAt: T0,
           afterSeq: 1,
           take: 21,
+          skip: 20,
         }) as { detail: string }[]
       ).map((step) => step.detail);
       // An index search in the list's order: no scan of the table, no sort of its rows (and the
       // account's key, looked up once: migration 16).
       expect(
         plan.filter((step) => !/^SCALAR SUBQUERY|^SEARCH account_keys /.test(step)),
-        sql,
+        text,
       ).toEqual([expect.stringMatching(/^SEARCH shipments USING (COVERING )?INDEX shipments_page/)]);
     }
   });
 
-  it('fills index pages as shipments and events are added in time order', () => {
+  it('fills index pages as shipments and events are added in time order', async () => {
     const db = openMigratedDatabase(':memory:');
-    const { accountId } = seedShipments(db, 5_000);
+    const { accountId } = await seedShipments(db, 5_000);
     const insertEvent = db.prepare(
       "INSERT INTO events (id, account_id, type, created_at, body) VALUES (?, ?, 'shipment.created', ?, '{}')",
     );
@@ -384,7 +391,7 @@ describe('schema 7 (smaller indexes)', () => {
     db.close();
   });
 
-  it('upgrades a database file of schema 6, keeping its rows and reading its events', () => {
+  it('upgrades a database file of schema 6, keeping its rows and reading its events', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'sandbox-storage-'));
     dirs.push(dir);
     const file = join(dir, 'sandbox.db');
@@ -404,7 +411,8 @@ describe('schema 7 (smaller indexes)', () => {
     try {
       expect(db.pragma('user_version', { simple: true })).toBe(LEGACY_MIGRATIONS.length + 1);
       expect(db.prepare('SELECT count(*) FROM shipments').pluck().get()).toBe(50);
-      expect(new EventStore(db).body('evt_old')).toBe(body);
+      const sql = new SqliteSql(db);
+      expect(await new EventStore(sql).body(sql, 'evt_old')).toBe(body);
       const definition = (name: string) =>
         db.prepare("SELECT sql FROM sqlite_schema WHERE type = 'index' AND name = ?").pluck().get(name);
       // Ascending (schema 7), on the account's key since schema 16.
@@ -472,7 +480,7 @@ describe('schema 16 (account keys, packed shipment bodies)', () => {
     return { bodies, counts };
   }
 
-  it('upgrades a database of schema 15: every row kept, each account listing, searching and counting its own', () => {
+  it('upgrades a database of schema 15: every row kept, each account listing, searching and counting its own', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'sandbox-storage-'));
     dirs.push(dir);
     const file = join(dir, 'sandbox.db');
@@ -498,51 +506,54 @@ describe('schema 16 (account keys, packed shipment bodies)', () => {
       ).toBe(0);
       expect(db.prepare('SELECT count(*) FROM events WHERE account_key IS NULL').pluck().get()).toBe(0);
 
-      const store = new ShipmentStore(db);
-      const events = new EventStore(db);
+      const sql = new SqliteSql(db);
+      const store = new ShipmentStore(sql);
+      const events = new EventStore(sql);
       for (const [account, parity] of [
         ['acct_a', 0],
         ['acct_b', 1],
       ] as const) {
         const own = [...bodies.keys()].filter((_, i) => i % 2 === parity).reverse();
-        const page = store.page(account, {}, 100, undefined);
+        const page = await store.page(account, {}, 100, undefined);
         // The bodies written before schema 16 read as they were, newest first, the account's only.
         expect(page.bodies).toEqual(own.map((id) => bodies.get(id)));
-        expect(store.page(account, { status: 'label_generated' }, 100, undefined).bodies).toEqual(
+        expect((await store.page(account, { status: 'label_generated' }, 100, undefined)).bodies).toEqual(
           own
             .filter((id) => JSON.parse(bodies.get(id) as string).status === 'label_generated')
             .map((id) => bodies.get(id)),
         );
-        expect(store.count(account, {})).toBe(30);
-        const listed = JSON.parse(events.listText(account, { limit: 100 })).data as { id: string }[];
+        expect(await store.count(account, {})).toBe(30);
+        const listed = JSON.parse(await events.listText(account, { limit: 100 })).data as { id: string }[];
         expect(listed).toHaveLength(30);
         expect(listed.every(({ id }) => Number(id.slice(4)) % 2 === parity)).toBe(true);
       }
-      expect(store.search('acct_a', 'order-1', undefined, 100).map((body) => JSON.parse(body).id)).toEqual(
+      expect(
+        (await store.search('acct_a', 'order-1', undefined, 100)).map((body) => JSON.parse(body).id),
+      ).toEqual(
         // order-1, order-10..19 of account a: the even ones.
         ['shp_0018', 'shp_0016', 'shp_0014', 'shp_0012', 'shp_0010'],
       );
-      expect(store.search('acct_b', '1Z3', undefined, 10).map((body) => JSON.parse(body).id)).toEqual([
-        'shp_0003',
-      ]);
-      expect(store.search('acct_a', '1Z3', undefined, 10)).toEqual([]);
-      expect(store.page('acct_c', {}, 100, undefined).bodies).toEqual([]);
+      expect((await store.search('acct_b', '1Z3', undefined, 10)).map((body) => JSON.parse(body).id)).toEqual(
+        ['shp_0003'],
+      );
+      expect(await store.search('acct_a', '1Z3', undefined, 10)).toEqual([]);
+      expect((await store.page('acct_c', {}, 100, undefined)).bodies).toEqual([]);
       expect(db.prepare('SELECT * FROM shipment_counts ORDER BY 1, 2, 3').all()).toEqual(counts);
       expect(db.pragma('integrity_check', { simple: true })).toBe('ok');
       expect(db.pragma('foreign_key_check')).toEqual([]);
 
       // A reset deletes the account's rows, and no other's.
-      store.deleteAccount('acct_a');
-      events.deleteAccount('acct_a');
-      expect(store.page('acct_a', {}, 100, undefined).bodies).toEqual([]);
-      expect(store.page('acct_b', {}, 100, undefined).bodies).toHaveLength(30);
-      expect(JSON.parse(events.listText('acct_b', { limit: 100 })).data).toHaveLength(30);
+      await store.deleteAccount(sql, 'acct_a');
+      await events.deleteAccount(sql, 'acct_a');
+      expect((await store.page('acct_a', {}, 100, undefined)).bodies).toEqual([]);
+      expect((await store.page('acct_b', {}, 100, undefined)).bodies).toHaveLength(30);
+      expect(JSON.parse(await events.listText('acct_b', { limit: 100 })).data).toHaveLength(30);
     } finally {
       db.close();
     }
   });
 
-  it("gives each new account a key of its own, and a row written without one its account's", () => {
+  it("gives each new account a key of its own, and a row written without one its account's", async () => {
     const db = openMigratedDatabase(':memory:');
     const insertAccount = db.prepare(
       `INSERT INTO accounts (id, name, plan, created_at, clock_anchor_real, clock_anchor_virtual, clock_speed)
@@ -572,20 +583,24 @@ describe('schema 16 (account keys, packed shipment bodies)', () => {
     db.prepare(
       "INSERT INTO events (id, account_id, type, created_at, body) VALUES ('evt_raw', 'acct_second', 'shipment.created', ?, '{}')",
     ).run(T0);
-    expect(new ShipmentStore(db).page('acct_second', {}, 10, undefined).bodies).toEqual(['{"id":"shp_raw"}']);
-    expect(new EventStore(db).listText('acct_second', { limit: 10 })).toBe('{"data":[{}]}');
-    expect(new ShipmentStore(db).page('acct_first', {}, 10, undefined).bodies).toEqual([]);
+    const sql = new SqliteSql(db);
+    expect((await new ShipmentStore(sql).page('acct_second', {}, 10, undefined)).bodies).toEqual([
+      '{"id":"shp_raw"}',
+    ]);
+    expect(await new EventStore(sql).listText('acct_second', { limit: 10 })).toBe('{"data":[{}]}');
+    expect((await new ShipmentStore(sql).page('acct_first', {}, 10, undefined)).bodies).toEqual([]);
     db.close();
   });
 
-  it('stores new shipment bodies packed, and reads them back as written', () => {
+  it('stores new shipment bodies packed, and reads them back as written', async () => {
     const db = openMigratedDatabase(':memory:');
     db.prepare(
       `INSERT INTO accounts (id, name, plan, created_at, clock_anchor_real, clock_anchor_virtual, clock_speed)
        VALUES ('acct_p', 'p', 'growth', ?, ?, ?, 1)`,
     ).run(T0, T0, T0);
-    const store = new ShipmentStore(db);
-    const { json } = store.insert({
+    const sql = new SqliteSql(db);
+    const store = new ShipmentStore(sql);
+    const { json } = await store.insert(sql, {
       id: 'shp_packed',
       accountId: 'acct_p',
       status: 'created',
@@ -601,9 +616,9 @@ describe('schema 16 (account keys, packed shipment bodies)', () => {
     const stored = db.prepare("SELECT body FROM shipments WHERE id = 'shp_packed'").pluck().get() as string;
     expect(stored.charCodeAt(0)).toBe(1);
     expect(stored.length).toBeLessThan(json.length * 0.4);
-    expect(store.findJson('acct_p', 'shp_packed')).toBe(json);
-    expect(store.page('acct_p', {}, 10, undefined).bodies).toEqual([json]);
-    expect(store.search('acct_p', 'order-1', undefined, 10)).toEqual([json]);
+    expect(await store.findJson('acct_p', 'shp_packed')).toBe(json);
+    expect((await store.page('acct_p', {}, 10, undefined)).bodies).toEqual([json]);
+    expect(await store.search('acct_p', 'order-1', undefined, 10)).toEqual([json]);
     db.close();
   });
 });
