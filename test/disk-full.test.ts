@@ -10,6 +10,7 @@ import { testConfig } from '../src/config/index.js';
 import { isDiskFull, storageFailure } from '../src/core/storage-errors.js';
 import { formatTimestamp, MINUTE } from '../src/core/time.js';
 import type { Db } from '../src/db/database.js';
+import { sqliteDatabase } from '../src/db/sqlite.js';
 import { loadScenarios, scenarioDirectories } from '../src/scenarios/files.js';
 import { createSandbox } from '../src/wiring.js';
 import {
@@ -42,16 +43,18 @@ afterEach(async () => {
 });
 
 /**
- * The whole app over a database file (a full disk needs one), called in-process; the wall clock is
- * moved by hand. The background timers are not started unless a test starts them.
+ * The whole app over a SQLite database file (a full disk needs one), called in-process; `db` is its
+ * better-sqlite3 connection. The wall clock is moved by hand. The background timers are not started
+ * unless a test starts them.
  */
-function fileSandbox(dir = mkdtempSync(join(tmpdir(), 'sandbox-disk-full-'))) {
+async function fileSandbox(dir = mkdtempSync(join(tmpdir(), 'sandbox-disk-full-'))) {
   dirs.push(dir);
-  const db = openMigratedDatabase(join(dir, 'sandbox.db'));
+  const file = join(dir, 'sandbox.db');
+  const db = openMigratedDatabase(file);
   const wall = { now: T0 };
   const { logger, lines } = capturingLogger();
-  const sandbox = createSandbox({
-    db,
+  const sandbox = await createSandbox({
+    database: sqliteDatabase(db, file),
     config: testConfig(),
     logger,
     scenarios: SCENARIOS,
@@ -188,7 +191,7 @@ describe('telling failures apart', () => {
 
 describe('on a full disk', () => {
   it('answers every authenticated read, and reads write nothing, not even when a key was last used', async () => {
-    const s = fileSandbox();
+    const s = await fileSandbox();
     const shipment = created(await s.call('POST', '/v1/shipments', { body: shipmentRequest() }));
     const label = created(await s.call('POST', '/v1/labels', { body: { shipment_id: shipment.id } }));
     const webhook = created(
@@ -258,7 +261,7 @@ describe('on a full disk', () => {
   });
 
   it('refuses a write with 507 and the contract body, leaves no part of it, and takes it again once there is room', async () => {
-    const s = fileSandbox();
+    const s = await fileSandbox();
     fillDisk(s.db);
     const { written, refusal } = await writeUntilRefused(() =>
       s.call('POST', '/v1/shipments', { body: shipmentRequest() }),
@@ -304,7 +307,7 @@ describe('on a full disk', () => {
 
   it("keeps keys' last-used times while they cannot be written, says so once, and writes them once there is room", async () => {
     vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
-    const s = fileSandbox();
+    const s = await fileSandbox();
     const accountId = s.db.prepare('SELECT account_id FROM api_keys').pluck().get() as string;
     // A second key's name grown until the keys' page is full: a last-used time needs a few bytes more.
     s.db
@@ -339,7 +342,7 @@ describe('on a full disk', () => {
   });
 
   it('keeps a webhook outcome it cannot write, sends nothing twice, backs off, and writes it once there is room', async () => {
-    const s = fileSandbox();
+    const s = await fileSandbox();
     const receiver = await heldReceiver();
     try {
       await s.call('POST', '/_sandbox/clock', { body: { frozen: true } });
@@ -521,7 +524,7 @@ describe.skipIf(!canMountSmallDisk)('on a really full disk (tmpfs)', () => {
   it('reads, refuses writes with 507, keeps last-used times, and takes writes again once space is freed', async () => {
     const dir = join(root, 'data');
     mkdirSync(dir);
-    const s = fileSandbox(dir);
+    const s = await fileSandbox(dir);
     const shipment = created(await s.call('POST', '/v1/shipments', { body: shipmentRequest() }));
     fillUp();
     try {
@@ -539,7 +542,7 @@ describe.skipIf(!canMountSmallDisk)('on a really full disk (tmpfs)', () => {
         'insufficient_storage',
       );
       // Even an update in place is refused on a really full disk; the last-used time stays in memory.
-      s.services.accounts.close();
+      await s.services.accounts.close();
       expect(s.count('SELECT last_used_at FROM api_keys')).toBeNull();
       const keys = (await s.call('GET', '/_sandbox/keys')).json.data as { last_used_at: string }[];
       expect(keys[0]?.last_used_at).toBe(formatTimestamp(s.wall.now));
@@ -550,7 +553,7 @@ describe.skipIf(!canMountSmallDisk)('on a really full disk (tmpfs)', () => {
       unlinkSync(fillerPath);
     }
     expect((await s.call('POST', '/v1/shipments', { body: shipmentRequest() })).status).toBe(201);
-    s.services.accounts.close();
+    await s.services.accounts.close();
     expect(s.count('SELECT last_used_at FROM api_keys')).toBe(s.wall.now);
     await s.close();
   });
