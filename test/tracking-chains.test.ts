@@ -7,12 +7,15 @@ import { DEFAULT_ACCOUNT } from '../src/accounts/default-account.js';
 import { type Config, testConfig } from '../src/config/index.js';
 import { chainedId, newId } from '../src/core/ids.js';
 import { formatTimestamp, HOUR, SECOND } from '../src/core/time.js';
-import { type Db, openDatabase } from '../src/db/database.js';
+import { openDatabase } from '../src/db/database.js';
 import { LEGACY_MIGRATIONS } from '../src/db/legacy-migrations.js';
+import type { SandboxDatabase, Sql } from '../src/db/sql.js';
+import { sqliteDatabase } from '../src/db/sqlite.js';
 import type { Scenario } from '../src/scenarios/files.js';
 import { loadScenarios, scenarioDirectories } from '../src/scenarios/files.js';
 import { planTimeline, type TimelineStep } from '../src/tracking/timeline.js';
 import { createSandbox } from '../src/wiring.js';
+import { testDatabase } from './databases.js';
 import { capturingLogger, DEFAULT_KEY, shipmentRequest } from './helpers.js';
 
 /**
@@ -55,7 +58,11 @@ const CUSTOM: Scenario = {
 };
 
 const dirs: string[] = [];
-afterEach(() => {
+/** The databases `open` opened that their test has not closed. */
+const opened = new Set<SandboxDatabase>();
+afterEach(async () => {
+  for (const database of opened) await database.close();
+  opened.clear();
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
@@ -67,17 +74,24 @@ function databaseFile(): string {
 
 type Answer = { status: number; json: any };
 
-/** The app over `location` with the built-in scenarios and `extra`, called in-process, its clock frozen at T0. */
-async function open(
-  location = ':memory:',
-  options: { extra?: Scenario[]; config?: Partial<Config>; db?: Db } = {},
-) {
-  const db = options.db ?? openDatabase(location);
+/**
+ * The app over a SQLite file at `location`, or else a database of the run's engine, with the built-in
+ * scenarios and `extra`, called in-process, its clock frozen at T0.
+ */
+async function open(location?: string, options: { extra?: Scenario[]; config?: Partial<Config> } = {}) {
+  const database =
+    location === undefined ? await testDatabase() : sqliteDatabase(openDatabase(location), location);
+  opened.add(database);
+  /** Closes the database, as the sandbox's process does when it stops. */
+  const close = async () => {
+    opened.delete(database);
+    await database.close();
+  };
   const scenarios = new Map(BUILT_IN);
   for (const scenario of options.extra ?? []) scenarios.set(scenario.name, scenario);
   const config = testConfig(options.config);
-  const sandbox = createSandbox({
-    db,
+  const sandbox = await createSandbox({
+    database,
     config,
     logger: capturingLogger().logger,
     scenarios,
@@ -119,11 +133,9 @@ async function open(
     );
     return { shipment, label, plan };
   };
+  const { db } = sandbox;
   const pendingJobs = (labelId: string) =>
-    db
-      .prepare("SELECT id FROM jobs WHERE subject = ? AND state = 'pending' ORDER BY seq")
-      .pluck()
-      .all(labelId) as string[];
+    db.column<string>("SELECT id FROM jobs WHERE subject = ? AND state = 'pending' ORDER BY seq", [labelId]);
   const due = async () =>
     ((await ok('GET', '/_sandbox/clock/due?limit=100')).data as any[]).filter(
       (item) => item.kind === 'tracking.step',
@@ -134,7 +146,7 @@ async function open(
       subject: string;
       due_at: string;
     }[];
-  return { db, sandbox, call, ok, labelled, pendingJobs, due, advance };
+  return { db, close, sandbox, call, ok, labelled, pendingJobs, due, advance };
 }
 
 const asEvent = (step: TimelineStep) => ({
@@ -164,11 +176,11 @@ describe('a label’s scenario steps', () => {
     const { labelled, pendingJobs, due, advance, ok } = await open();
     const { label, plan } = await labelled();
     expect(plan).toHaveLength(9);
-    expect(pendingJobs(label.id)).toHaveLength(1);
+    expect(await pendingJobs(label.id)).toHaveLength(1);
 
     const listed = await due();
     expect(listed.map(({ id: _, ...item }) => item)).toEqual(plan.slice(1).map(asDue(label.id, 'standard')));
-    const [first] = pendingJobs(label.id);
+    const [first] = await pendingJobs(label.id);
     expect(listed.map((item) => item.id)).toEqual(
       plan.slice(1).map((_, ahead) => chainedId(first as string, ahead)),
     );
@@ -177,16 +189,16 @@ describe('a label’s scenario steps', () => {
     const ran: { id: string; due_at: string }[] = [];
     for (let day = 0; day < 5; day++) {
       ran.push(...(await advance('1d')));
-      expect(pendingJobs(label.id).length).toBeLessThanOrEqual(1);
+      expect((await pendingJobs(label.id)).length).toBeLessThanOrEqual(1);
     }
     expect(ran.map((job) => [job.id, job.due_at])).toEqual(listed.map((item) => [item.id, item.due_at]));
     const tracking = await ok('GET', `/v1/tracking/${label.tracking_number}`);
     expect(tracking.events).toEqual(plan.map(asEvent).reverse());
-    expect(pendingJobs(label.id)).toEqual([]);
+    expect(await pendingJobs(label.id)).toEqual([]);
   });
 
   it('due at the same instant run in the order they were planned in, whatever ran before them', async () => {
-    const { labelled, ok, advance, due } = await open(':memory:', { extra: [TIGHT_A, TIGHT_B] });
+    const { labelled, ok, advance, due } = await open(undefined, { extra: [TIGHT_A, TIGHT_B] });
     // a is made first; b's first step runs before a's, and their second steps fall due together.
     const a = await labelled('tight_a');
     const b = await labelled('tight_b');
@@ -223,7 +235,7 @@ describe('a label’s scenario steps', () => {
     ]);
 
     // The steps after the first in_transit keep their times and identifiers; one job holds them.
-    expect(pendingJobs(label.id)).toHaveLength(1);
+    expect(await pendingJobs(label.id)).toHaveLength(1);
     expect(await due()).toEqual(before.slice(2));
     const overview = await ok('GET', `/_sandbox/shipments/${shipment.id}/tracking`);
     expect(overview.upcoming).toEqual(
@@ -240,7 +252,7 @@ describe('a label’s scenario steps', () => {
     // A terminal status ends the chain.
     const other = await labelled();
     await ok('POST', `/_sandbox/shipments/${other.shipment.id}/advance`, { status: 'delivered' });
-    expect(pendingJobs(other.label.id)).toEqual([]);
+    expect(await pendingJobs(other.label.id)).toEqual([]);
     expect(await advance('30d')).toEqual([]);
   });
 
@@ -251,7 +263,7 @@ describe('a label’s scenario steps', () => {
     await first.advance(4 * 3600);
     const upcoming = (await first.ok('GET', `/_sandbox/shipments/${shipment.id}/tracking`)).upcoming;
     expect(upcoming).toHaveLength(3);
-    first.db.close();
+    await first.close();
 
     const edited: Scenario = {
       ...CUSTOM,
@@ -273,7 +285,7 @@ describe('a label’s scenario steps', () => {
     const freshTracking = await second.ok('GET', `/v1/tracking/${fresh.label.tracking_number}`);
     expect(freshTracking.events).toEqual(fresh.plan.map(asEvent).reverse());
     expect(freshTracking.events[0]).toMatchObject({ status: 'exception', description: 'Edited' });
-    second.db.close();
+    await second.close();
   });
 });
 
@@ -282,13 +294,10 @@ describe('a data directory from before chains', () => {
    * Turns the label's chain into the jobs one job a step wrote before chains (migration 3's columns,
    * one payload a step), as a data directory of an earlier version holds them.
    */
-  function asStepJobs(db: Db, labelId: string, plan: TimelineStep[], scenario: string): string[] {
-    db.prepare('DELETE FROM jobs WHERE subject = ?').run(labelId);
-    const insert = db.prepare(
-      `INSERT INTO jobs (id, account_id, kind, subject, payload, due_at, state, created_at)
-       VALUES (?, ?, 'tracking.step', ?, ?, ?, 'pending', ?)`,
-    );
-    return plan.slice(1).map((step) => {
+  async function asStepJobs(db: Sql, labelId: string, plan: TimelineStep[], scenario: string) {
+    await db.run('DELETE FROM jobs WHERE subject = ?', [labelId]);
+    const ids: string[] = [];
+    for (const step of plan.slice(1)) {
       const id = newId('job', T0);
       const payload = {
         labelId,
@@ -298,9 +307,14 @@ describe('a data directory from before chains', () => {
         description: step.description,
         location: step.location,
       };
-      insert.run(id, DEFAULT_ACCOUNT.id, labelId, JSON.stringify(payload), step.occurredAt, T0);
-      return id;
-    });
+      await db.run(
+        `INSERT INTO jobs (id, account_id, kind, subject, payload, due_at, state, created_at)
+         VALUES (?, ?, 'tracking.step', ?, ?, ?, 'pending', ?)`,
+        [id, DEFAULT_ACCOUNT.id, labelId, JSON.stringify(payload), step.occurredAt, T0],
+      );
+      ids.push(id);
+    }
+    return ids;
   }
 
   it('runs, lists and forces the jobs of one step each as they are', async () => {
@@ -308,9 +322,9 @@ describe('a data directory from before chains', () => {
     const before = await open(file);
     const old = await before.labelled();
     const forced = await before.labelled();
-    const ids = asStepJobs(before.db, old.label.id, old.plan, 'standard');
-    asStepJobs(before.db, forced.label.id, forced.plan, 'standard');
-    before.db.close();
+    const ids = await asStepJobs(before.db, old.label.id, old.plan, 'standard');
+    await asStepJobs(before.db, forced.label.id, forced.plan, 'standard');
+    await before.close();
 
     const after = await open(file);
     // Listed as they were: each job with its own identifier and its payload as the detail.
@@ -323,11 +337,11 @@ describe('a data directory from before chains', () => {
 
     // Forced along them: the played jobs are cancelled, the rest stay as they are.
     await after.ok('POST', `/_sandbox/shipments/${forced.shipment.id}/advance`, { status: 'in_transit' });
-    expect(after.pendingJobs(forced.label.id)).toHaveLength(forced.plan.length - 3);
+    expect(await after.pendingJobs(forced.label.id)).toHaveLength(forced.plan.length - 3);
 
     // A label made now keeps one job; the old ones run to their end, each under its own identifier.
     const fresh = await after.labelled();
-    expect(after.pendingJobs(fresh.label.id)).toHaveLength(1);
+    expect(await after.pendingJobs(fresh.label.id)).toHaveLength(1);
     const ran = await after.advance('30d');
     expect(ran.filter((job) => job.subject === old.label.id).map((job) => job.id)).toEqual(ids);
     for (const { label, plan } of [old, forced, fresh]) {
@@ -337,7 +351,7 @@ describe('a data directory from before chains', () => {
     }
     const tracking = await after.ok('GET', `/v1/tracking/${old.label.tracking_number}`);
     expect(tracking.events).toEqual(old.plan.map(asEvent).reverse());
-    after.db.close();
+    await after.close();
   });
 
   it('upgrades with the migration that adds the plans, leaving every job as it was', () => {
