@@ -175,26 +175,23 @@ export class ShipmentStore {
     tx: Sql,
     shipment: NewShipment,
   ): Promise<{ record: ShipmentRecord; json: JsonText<Shipment> }> {
-    const unstored = {
-      ...shipment,
-      reference: wellFormed(shipment.reference),
-      trackingNumber: null,
-      labelId: null,
-      cancelledAt: null,
-    };
+    const unstored = { ...shipment, trackingNumber: null, labelId: null, cancelledAt: null };
     const json = toJsonText(presentShipment(unstored));
+    // The creation answers the reference as sent; the row, and so every read, as it is stored.
+    const stored = { ...unstored, reference: wellFormed(shipment.reference) };
+    const storedJson = stored.reference === shipment.reference ? json : toJsonText(presentShipment(stored));
     this.changed(shipment.accountId);
     const row = await tx.get<{ seq: number }>(SQL.insert, {
       id: shipment.id,
       accountId: shipment.accountId,
       status: shipment.status,
       carrier: shipment.carrier,
-      reference: unstored.reference,
+      reference: stored.reference,
       createdAt: shipment.createdAt,
-      body: packShipmentBody(json),
+      body: packShipmentBody(storedJson),
     });
     this.changed(shipment.accountId);
-    return { record: { ...unstored, seq: (row as { seq: number }).seq }, json };
+    return { record: { ...stored, seq: (row as { seq: number }).seq }, json };
   }
 
   /** The shipment if it exists in this account; another account's shipment does not exist here. */
