@@ -10,6 +10,7 @@ import { testConfig } from '../src/config/index.js';
 import { FragmentCodec } from '../src/core/fragments.js';
 import { END_OF_TIME } from '../src/core/time.js';
 import { LEGACY_MIGRATIONS } from '../src/db/legacy-migrations.js';
+import { SqliteSql } from '../src/db/sqlite.js';
 import { type RunningSandbox, startServer } from '../src/server.js';
 import { packShipmentBody, unpackShipmentBody } from '../src/shipments/body-packing.js';
 import type { ShipmentStatus } from '../src/shipments/schema.js';
@@ -35,7 +36,7 @@ async function expectReadsAgree(sandbox: TestSandbox, id: string, key?: string) 
   const store = sandbox.stores.shipments;
   const read = await sandbox.call('GET', `/v1/shipments/${id}`, { key });
   expect(read.status).toBe(200);
-  const record = store.find(accountOf(sandbox, id), id) as ShipmentRecord;
+  const record = (await store.find(sandbox.db, await accountOf(sandbox, id), id)) as ShipmentRecord;
   expect(read.text).toBe(JSON.stringify(presentShipment(record)));
   const listed = await sandbox.call('GET', '/v1/shipments?limit=100', { key });
   expect(listed.text).toContain(read.text);
@@ -44,8 +45,8 @@ async function expectReadsAgree(sandbox: TestSandbox, id: string, key?: string) 
   return read;
 }
 
-const accountOf = (sandbox: TestSandbox, id: string) =>
-  sandbox.db.prepare('SELECT account_id FROM shipments WHERE id = ?').pluck().get(id) as string;
+const accountOf = async (sandbox: TestSandbox, id: string) =>
+  (await sandbox.db.value<string>('SELECT account_id FROM shipments WHERE id = ?', [id])) as string;
 
 describe("a shipment's JSON, kept with its row", () => {
   it('is what its creation answered, and follows every change of status, label and tracking', async () => {
@@ -307,7 +308,7 @@ describe('the migration that keeps JSON with each shipment', () => {
     );
   }
 
-  it('fills each row with the bytes reads answered before, keeps every row, and drops the columns it replaces', () => {
+  it('fills each row with the bytes reads answered before, keeps every row, and drops the columns it replaces', async () => {
     expect(KEEPS_JSON).toBeGreaterThan(0);
     const dir = mkdtempSync(join(tmpdir(), 'sandbox-shipment-json-'));
     dirs.push(dir);
@@ -320,10 +321,11 @@ describe('the migration that keeps JSON with each shipment', () => {
     const db = openMigratedDatabase(file);
     try {
       expect(db.pragma('user_version', { simple: true })).toBe(LEGACY_MIGRATIONS.length + 1);
-      const store = new ShipmentStore(db);
-      for (const [id, text] of before) expect(store.findJson(DEFAULT_ACCOUNT.id, id), id).toBe(text);
+      const sql = new SqliteSql(db);
+      const store = new ShipmentStore(sql);
+      for (const [id, text] of before) expect(await store.findJson(DEFAULT_ACCOUNT.id, id), id).toBe(text);
       expect(before.size).toBe(OLD_ROWS.length);
-      const page = store.page(DEFAULT_ACCOUNT.id, {}, 100, undefined);
+      const page = await store.page(DEFAULT_ACCOUNT.id, {}, 100, undefined);
       expect(page.bodies.map((body) => JSON.parse(body).id)).toEqual([
         'shp_old4',
         'shp_old2',
@@ -352,9 +354,9 @@ describe('the migration that keeps JSON with each shipment', () => {
       expect(db.pragma('foreign_key_check')).toEqual([]);
 
       // The rows go on changing as new ones do: the JSON is rewritten from the record it holds.
-      const record = store.find(DEFAULT_ACCOUNT.id, 'shp_old0') as ShipmentRecord;
-      store.setStatus(record, 'cancelled', T0 + 5_000);
-      expect(JSON.parse(store.findJson(DEFAULT_ACCOUNT.id, 'shp_old0') as string)).toEqual({
+      const record = (await store.find(sql, DEFAULT_ACCOUNT.id, 'shp_old0')) as ShipmentRecord;
+      await store.setStatus(sql, record, 'cancelled', T0 + 5_000);
+      expect(JSON.parse((await store.findJson(DEFAULT_ACCOUNT.id, 'shp_old0')) as string)).toEqual({
         ...JSON.parse(before.get('shp_old0') as string),
         status: 'cancelled',
         cancelled_at: '2026-11-22T08:00:05Z',
@@ -431,10 +433,9 @@ describe('API answers on the wire', () => {
 describe('the tracking-number index', () => {
   it('holds labelled shipments only, and a search by tracking number still reads it', async () => {
     const sandbox = await createTestSandbox();
-    const definition = sandbox.db
-      .prepare("SELECT sql FROM sqlite_schema WHERE name = 'shipments_by_tracking_number'")
-      .pluck()
-      .get();
+    const definition = await sandbox.db.value(
+      "SELECT sql FROM sqlite_schema WHERE name = 'shipments_by_tracking_number'",
+    );
     expect(definition).toMatch(
       /ON shipments \(account_key, tracking_number\)\s+WHERE tracking_number IS NOT NULL$/,
     );
@@ -443,11 +444,10 @@ describe('the tracking-number index', () => {
     const label = await sandbox.call('POST', '/v1/labels', { body: { shipment_id: id } });
     const found = await sandbox.call('GET', `/_sandbox/shipments?q=${label.json.tracking_number}`);
     expect(found.json.data.map((shipment: { id: string }) => shipment.id)).toEqual([id]);
-    const plan = sandbox.db
-      .prepare(
-        'EXPLAIN QUERY PLAN SELECT seq FROM shipments WHERE account_key = ? AND tracking_number = ? LIMIT 10',
-      )
-      .all(1, 'number') as { detail: string }[];
+    const plan = await sandbox.db.all<{ detail: string }>(
+      'EXPLAIN QUERY PLAN SELECT seq FROM shipments WHERE account_key = ? AND tracking_number = ? LIMIT 10',
+      [1, 'number'],
+    );
     expect(plan.map((step) => step.detail)).toEqual([
       expect.stringMatching(/USING COVERING INDEX shipments_by_tracking_number/),
     ]);
