@@ -4,13 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type PostgresServer, startPostgresServer } from '../scripts/embedded-postgres.js';
 import { parseCommandLine, testConfig } from '../src/config/index.js';
 import { selfSignedCertificate } from '../src/http/certificate.js';
 import { startSandbox } from '../src/index.js';
 import { startServer } from '../src/server.js';
 import { newPostgresSchema } from './databases.js';
 import { shipmentRequest } from './helpers.js';
-import { type PostgresServer, startPostgresServer } from '../scripts/embedded-postgres.js';
 
 /**
  * The sandbox over PostgreSQL as a user meets it: `--database` (and `DATABASE_URL`), `startSandbox({

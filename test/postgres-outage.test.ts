@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type PostgresServer, startPostgresServer } from '../scripts/embedded-postgres.js';
 import { testConfig } from '../src/config/index.js';
 import { type RunningServer, startServer } from '../src/server.js';
 import { newPostgresSchema } from './databases.js';
 import { DEFAULT_KEY, shipmentRequest } from './helpers.js';
-import { type PostgresServer, startPostgresServer } from '../scripts/embedded-postgres.js';
 
 /**
  * The database going away under a running sandbox: requests answer `503 service_unavailable` within

@@ -1,10 +1,10 @@
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDatabase, type PostgresServer, startPostgresServer } from '../scripts/embedded-postgres.js';
 import { numberParameters, PostgresSql } from '../src/db/postgres.js';
 import type { Sql } from '../src/db/sql.js';
 import { SqliteSql } from '../src/db/sqlite.js';
-import { createDatabase, type PostgresServer, startPostgresServer } from '../scripts/embedded-postgres.js';
 
 let server: PostgresServer;
 const pools: pg.Pool[] = [];
