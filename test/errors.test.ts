@@ -17,8 +17,7 @@ async function raw(sandbox: TestSandbox, path: string, init: RequestInit) {
   return { status: response.status, headers: response.headers, json, text };
 }
 
-const shipmentCount = (sandbox: TestSandbox) =>
-  (sandbox.db.prepare('SELECT count(*) AS n FROM shipments').get() as { n: number }).n;
+const shipmentCount = (sandbox: TestSandbox) => sandbox.db.value<number>('SELECT count(*) FROM shipments');
 
 /** A JSON object body of exactly `bytes` bytes. */
 function jsonOfSize(bytes: number): string {
@@ -35,7 +34,7 @@ describe('request bodies', () => {
     const sandbox = await createTestSandbox();
     const response = await sandbox.call('POST', '/v1/shipments', { body });
     expectError(response, 400, 'invalid_json');
-    expect(shipmentCount(sandbox)).toBe(0);
+    expect(await shipmentCount(sandbox)).toBe(0);
   });
 
   it.each([
@@ -66,7 +65,7 @@ describe('request bodies', () => {
       headers: { 'content-type': 'text/plain' },
     });
     expectError(response, 400, 'unsupported_content_type');
-    expect(shipmentCount(sandbox)).toBe(0);
+    expect(await shipmentCount(sandbox)).toBe(0);
   });
 
   it('answers 400 unsupported_content_type to a form body', async () => {
@@ -88,7 +87,7 @@ describe('request bodies', () => {
     });
     expect(response.headers.get('content-type')).toMatch(/^application\/json/);
     expectError(response, 400, 'unsupported_content_type');
-    expect(shipmentCount(sandbox)).toBe(0);
+    expect(await shipmentCount(sandbox)).toBe(0);
   });
 
   it.each(['application/json; charset=utf-8', 'application/json;charset=UTF-8', 'Application/JSON'])(
@@ -100,7 +99,7 @@ describe('request bodies', () => {
         headers: { 'content-type': contentType },
       });
       expect(response.status, response.text).toBe(201);
-      expect(shipmentCount(sandbox)).toBe(1);
+      expect(await shipmentCount(sandbox)).toBe(1);
     },
   );
 
@@ -130,7 +129,7 @@ describe('request bodies', () => {
       duplex: 'half',
     } as RequestInit);
     expectError(streamed, 400, 'request_too_large');
-    expect(shipmentCount(sandbox)).toBe(0);
+    expect(await shipmentCount(sandbox)).toBe(0);
   });
 
   it('answers 400 request_too_large on the open sandbox route too', async () => {
@@ -203,7 +202,7 @@ describe('query parameters', () => {
 describe('unexpected errors', () => {
   it('answers 500 internal_error without internals, logs the stack and writes nothing', async () => {
     const sandbox = await createTestSandbox();
-    sandbox.db.exec('DROP TABLE events');
+    await sandbox.db.run('DROP TABLE events');
 
     const response = await sandbox.call('POST', '/v1/shipments', { body: shipmentRequest() });
 
@@ -221,7 +220,7 @@ describe('unexpected errors', () => {
     expect(errors[0]).toMatchObject({ method: 'POST', path: '/v1/shipments' });
 
     // The shipment and its event are one transaction: the failed event took the shipment with it.
-    expect(shipmentCount(sandbox)).toBe(0);
+    expect(await shipmentCount(sandbox)).toBe(0);
     const listed = await sandbox.call('GET', '/v1/shipments');
     expect([listed.status, listed.json.meta.total]).toEqual([200, 0]);
   });
@@ -230,7 +229,7 @@ describe('unexpected errors', () => {
     const sandbox = await createTestSandbox();
     const created = await sandbox.call('POST', '/v1/shipments', { body: shipmentRequest() });
     expect(created.status).toBe(201);
-    sandbox.db.exec('DROP TABLE events');
+    await sandbox.db.run('DROP TABLE events');
 
     expectError(await sandbox.call('DELETE', `/v1/shipments/${created.json.id}`), 500, 'internal_error');
 
@@ -336,8 +335,8 @@ describe('the error body', () => {
     },
     {
       name: 'internal_error',
-      send: (s) => {
-        s.db.exec('DROP TABLE shipments');
+      send: async (s) => {
+        await s.db.run('DROP TABLE shipments');
         return s.call('GET', '/v1/shipments');
       },
       status: 500,

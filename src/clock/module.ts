@@ -27,7 +27,7 @@ export function clockModule(settings: { initialSpeed: number }): SandboxModule {
       const service = new ClockService({
         clocks: {
           clockOf: (id) => clocks().clockOf(id),
-          saveClock: (id, clock) => clocks().saveClock(id, clock),
+          saveClock: (id, clock, q) => clocks().saveClock(id, clock, q),
         },
         scheduler,
         realNow,
