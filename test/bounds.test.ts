@@ -141,8 +141,8 @@ describe('numbers past what SQLite holds', () => {
     const sandbox = await createTestSandbox();
     expectError(await sandbox.call('POST', path, { body }), 422, 'invalid_field', field);
     // Nothing was stored, and the account goes on.
-    expect(sandbox.db.prepare('SELECT count(*) FROM shipments').pluck().get()).toBe(0);
-    expect(sandbox.db.prepare('SELECT count(*) FROM faults').pluck().get()).toBe(0);
+    expect(await sandbox.db.value('SELECT count(*) FROM shipments')).toBe(0);
+    expect(await sandbox.db.value('SELECT count(*) FROM faults')).toBe(0);
     expect((await sandbox.call('GET', '/_sandbox/account')).json.webhook_retry_schedule).toEqual([
       60, 300, 1800, 7200, 28800,
     ]);
