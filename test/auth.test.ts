@@ -16,9 +16,10 @@ const RATES_REQUEST = {
 };
 
 /** A new key of the default account limited to `scopes`; returns its value. */
-function restrictedKey(sandbox: TestSandbox, scopes: Scope[]): string {
+async function restrictedKey(sandbox: TestSandbox, scopes: Scope[]): Promise<string> {
   const value = `svc_test_${randomBytes(16).toString('hex')}`;
-  sandbox.stores.accounts.insertApiKey(
+  await sandbox.stores.accounts.insertApiKey(
+    sandbox.db,
     {
       id: newId('key', sandbox.wall.now),
       accountId: DEFAULT_ACCOUNT.id,
@@ -96,13 +97,18 @@ describe('authentication', () => {
 
   it('answers 401 invalid_api_key to a revoked key from the next request on', async () => {
     const sandbox = await createTestSandbox();
-    const key = restrictedKey(sandbox, ['shipments:read', 'shipments:write']);
+    const key = await restrictedKey(sandbox, ['shipments:read', 'shipments:write']);
     expect((await sandbox.call('GET', '/v1/shipments', { key })).status).toBe(200);
 
-    const other = sandbox.stores.accounts
-      .keys(DEFAULT_ACCOUNT.id)
-      .find((k) => k.id !== DEFAULT_ACCOUNT.api_key.id);
-    const revoked = sandbox.stores.accounts.revokeKey(DEFAULT_ACCOUNT.id, other!.id, sandbox.wall.now);
+    const other = (await sandbox.stores.accounts.keys(sandbox.db, DEFAULT_ACCOUNT.id)).find(
+      (k) => k.id !== DEFAULT_ACCOUNT.api_key.id,
+    );
+    const revoked = await sandbox.stores.accounts.revokeKey(
+      sandbox.db,
+      DEFAULT_ACCOUNT.id,
+      other!.id,
+      sandbox.wall.now,
+    );
     expect(revoked?.revokedAt).toBe(sandbox.wall.now);
 
     expectError(await sandbox.call('GET', '/v1/shipments', { key }), 401, 'invalid_api_key');
@@ -117,15 +123,20 @@ describe('authentication', () => {
   it('answers 401 invalid_api_key to the default key once it is revoked', async () => {
     const sandbox = await createTestSandbox();
     await createShipment(sandbox);
-    sandbox.stores.accounts.revokeKey(DEFAULT_ACCOUNT.id, DEFAULT_ACCOUNT.api_key.id, sandbox.wall.now);
+    await sandbox.stores.accounts.revokeKey(
+      sandbox.db,
+      DEFAULT_ACCOUNT.id,
+      DEFAULT_ACCOUNT.api_key.id,
+      sandbox.wall.now,
+    );
     expectError(await sandbox.call('GET', '/v1/shipments'), 401, 'invalid_api_key');
   });
 
   it('stores keys hashed: no column of any row holds a key value', async () => {
     const sandbox = await createTestSandbox();
     const created = await sandbox.newAccount();
-    const restricted = restrictedKey(sandbox, ['rates:read']);
-    const rows = sandbox.db.prepare('SELECT * FROM api_keys').all() as Record<string, unknown>[];
+    const restricted = await restrictedKey(sandbox, ['rates:read']);
+    const rows = await sandbox.db.all<Record<string, unknown>>('SELECT * FROM api_keys');
     expect(rows).toHaveLength(3);
 
     const cells = rows.flatMap((row) => Object.values(row).map(String));
@@ -147,7 +158,7 @@ describe('scopes', () => {
   it('lets a shipments:read key read but not write', async () => {
     const sandbox = await createTestSandbox();
     const id = await createShipment(sandbox);
-    const key = restrictedKey(sandbox, ['shipments:read']);
+    const key = await restrictedKey(sandbox, ['shipments:read']);
 
     const listed = await sandbox.call('GET', '/v1/shipments', { key });
     expect([listed.status, listed.json.meta.total]).toEqual([200, 1]);
@@ -170,7 +181,7 @@ describe('scopes', () => {
 
   it('checks the scope before the body: an invalid body from a read-only key is still 403', async () => {
     const sandbox = await createTestSandbox();
-    const key = restrictedKey(sandbox, ['shipments:read']);
+    const key = await restrictedKey(sandbox, ['shipments:read']);
     const response = await sandbox.call('POST', '/v1/shipments', { key, body: { parcel: 'none' } });
     expectError(response, 403, 'insufficient_scope');
   });
@@ -178,7 +189,7 @@ describe('scopes', () => {
   it('lets a rates:read key compare rates but not read shipments', async () => {
     const sandbox = await createTestSandbox();
     const id = await createShipment(sandbox);
-    const key = restrictedKey(sandbox, ['rates:read']);
+    const key = await restrictedKey(sandbox, ['rates:read']);
 
     const rates = await sandbox.call('POST', '/v1/rates', { key, body: RATES_REQUEST });
     expect(rates.status).toBe(200);
@@ -192,7 +203,7 @@ describe('scopes', () => {
 
   it('lets a shipments:write key create and cancel but not read', async () => {
     const sandbox = await createTestSandbox();
-    const key = restrictedKey(sandbox, ['shipments:write']);
+    const key = await restrictedKey(sandbox, ['shipments:write']);
 
     const created = await sandbox.call('POST', '/v1/shipments', { key, body: shipmentRequest() });
     expect(created.status).toBe(201);
@@ -205,7 +216,7 @@ describe('scopes', () => {
 
   it('gives a key without the API scopes 403 on every API route', async () => {
     const sandbox = await createTestSandbox();
-    const key = restrictedKey(sandbox, ['orders:read', 'billing:read']);
+    const key = await restrictedKey(sandbox, ['orders:read', 'billing:read']);
     for (const [method, path, body] of [
       ['GET', '/v1/shipments', undefined],
       ['POST', '/v1/shipments', shipmentRequest()],
@@ -217,9 +228,9 @@ describe('scopes', () => {
 
   it("applies the API's scopes to the sandbox controls (the contract's table; every route in sandbox-scopes)", async () => {
     const sandbox = await createTestSandbox();
-    const rates = restrictedKey(sandbox, ['rates:read']);
+    const rates = await restrictedKey(sandbox, ['rates:read']);
     expectError(await sandbox.call('GET', '/_sandbox/clock', { key: rates }), 403, 'insufficient_scope');
-    const reader = restrictedKey(sandbox, ['shipments:read']);
+    const reader = await restrictedKey(sandbox, ['shipments:read']);
     const clock = await sandbox.call('GET', '/_sandbox/clock', { key: reader });
     expect(clock.status).toBe(200);
     expect(clock.json).toEqual({ now: START, speed: 1, frozen: false });
