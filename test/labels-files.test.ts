@@ -2,6 +2,7 @@ import type { EventLoopUtilization } from 'node:perf_hooks';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { DEFAULT_ACCOUNT } from '../src/accounts/default-account.js';
+import { SqliteSql } from '../src/db/sqlite.js';
 import { BUSY_WINDOW_MS, eventLoopBusy } from '../src/labels/busy.js';
 import {
   AHEAD_AFTER_DOWNLOAD_MS,
@@ -67,8 +68,9 @@ async function boughtLabels(count: number, given?: TestSandbox) {
     const shipment = await sandbox.newShipment();
     const response = await sandbox.call('POST', '/v1/labels', { body: { shipment_id: shipment.id } });
     expect(response.status).toBe(201);
-    const label = sandbox.stores.labels.find(DEFAULT_ACCOUNT.id, response.json.id)!;
-    labels.push({ label, shipment: sandbox.stores.shipments.find(DEFAULT_ACCOUNT.id, label.shipmentId)! });
+    const label = (await sandbox.stores.labels.find(sandbox.db, DEFAULT_ACCOUNT.id, response.json.id))!;
+    const record = (await sandbox.stores.shipments.find(sandbox.db, DEFAULT_ACCOUNT.id, label.shipmentId))!;
+    labels.push({ label, shipment: record });
   }
   return labels;
 }
@@ -296,19 +298,34 @@ describe('label files rendered ahead of their download', () => {
   });
 });
 
+/**
+ * Whether the purchase of the label is still uncommitted, asked at the moment of the call: SQLite's
+ * one connection says whether a transaction is open on it; on PostgreSQL, a read on another of the
+ * pool's connections does not see the label until its purchase commits.
+ */
+function inTransactionNow(sandbox: TestSandbox, labelId: string): Promise<boolean> {
+  if (sandbox.db instanceof SqliteSql) return Promise.resolve(sandbox.db.connection.inTransaction);
+  return sandbox.db
+    .value<number>('SELECT count(*) FROM labels WHERE id = ?', [labelId])
+    .then((count) => count === 0);
+}
+
 describe('buying a label', () => {
   it('queues its file to render ahead once the purchase has committed, and nothing for a refused one', async () => {
     const sandbox = await createTestSandbox();
-    const queued: Array<{ labelId: string; shipmentStatus: string; inTransaction: boolean }> = [];
+    const queued: Array<{ labelId: string; shipmentStatus: string; inTransaction: Promise<boolean> }> = [];
     vi.spyOn(LabelFiles.prototype, 'renderAhead').mockImplementation((label, shipment) => {
       queued.push({
         labelId: label.id,
         shipmentStatus: shipment.status,
-        inTransaction: sandbox.db.inTransaction,
+        inTransaction: inTransactionNow(sandbox, label.id),
       });
     });
     const [bought] = await boughtLabels(1, sandbox);
-    expect(queued).toEqual([
+    const answered = await Promise.all(
+      queued.map(async (entry) => ({ ...entry, inTransaction: await entry.inTransaction })),
+    );
+    expect(answered).toEqual([
       { labelId: bought!.label.id, shipmentStatus: 'label_generated', inTransaction: false },
     ]);
     expectError(
