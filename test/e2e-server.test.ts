@@ -34,7 +34,7 @@ describe('the real server over a socket', () => {
   it('answers /healthz without a key', async () => {
     const response = await fetch(`${sandbox.origin}/healthz`);
     expect(response.status).toBe(200);
-    expect(await response.json()).toEqual({ status: 'ok' });
+    expect(await response.json()).toEqual({ status: 'ok', database: 'sqlite' });
   });
 
   it('creates, reads, lists and cancels a shipment', async () => {
@@ -161,6 +161,7 @@ describe('the command line', () => {
         certificatePath: join(dataDir, 'tls', 'cert.pem'),
         cdnUrl: `${origin}/cdn`,
         data: join(dataDir, 'sandbox.db'),
+        database: 'sqlite',
         apiKey: DEFAULT_KEY,
         dashboardUrl: `${origin}/dashboard#key=${DEFAULT_KEY}`,
         docsUrl: `${origin}/docs`,
@@ -202,6 +203,7 @@ describe('the command line', () => {
       certificatePath: '/data/tls/cert.pem',
       cdnUrl: 'http://127.0.0.1:4010/cdn',
       location: ':memory:',
+      engine: 'sqlite' as const,
       apiKey: DEFAULT_KEY,
       strictHttps: false,
       version: '1.2.3',
@@ -211,7 +213,7 @@ describe('the command line', () => {
     expect(banner).toContain('  API        http://127.0.0.1:4010/v1\n');
     expect(banner).toContain(`  Dashboard  http://127.0.0.1:4010/dashboard#key=${DEFAULT_KEY}\n`);
     expect(banner).toContain(`  Test key   ${DEFAULT_KEY}\n`);
-    expect(banner).toContain('  Data       in memory (lost at exit)\n');
+    expect(banner).toContain('  Data       SQLite, in memory (lost at exit)\n');
     expect(banner).toContain(
       `  curl -H "Authorization: Bearer ${DEFAULT_KEY}" http://127.0.0.1:4010/v1/shipments`,
     );
