@@ -165,9 +165,11 @@ describe('scopes under /_sandbox', () => {
       scopes: ['shipments:read'] as Scope[],
       now: sandbox.wall.now,
     };
-    expect(() =>
+    await expect(
       sandbox.services.accounts.createKey(caller, { name: 'x', scopes: ['shipments:write'] }),
-    ).toThrow(/'shipments:write' scope, which it lacks/);
-    expect(sandbox.services.accounts.createKey(caller, { name: 'x' }).scopes).toEqual(['shipments:read']);
+    ).rejects.toThrow(/'shipments:write' scope, which it lacks/);
+    expect((await sandbox.services.accounts.createKey(caller, { name: 'x' })).scopes).toEqual([
+      'shipments:read',
+    ]);
   });
 });
