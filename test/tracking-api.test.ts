@@ -7,10 +7,13 @@ import { testConfig } from '../src/config/index.js';
 import { moveClockTo } from '../src/core/clock.js';
 import { DAY, formatTimestamp, HOUR } from '../src/core/time.js';
 import { openDatabase } from '../src/db/database.js';
+import { postgresDatabase } from '../src/db/postgres.js';
+import { sqliteDatabase } from '../src/db/sqlite.js';
 import { loadScenarios, scenarioDirectories } from '../src/scenarios/files.js';
 import type { TrackingStatus } from '../src/scenarios/vocabulary.js';
 import { planTimeline, type TimelineStep } from '../src/tracking/timeline.js';
 import { createSandbox } from '../src/wiring.js';
+import { newPostgresSchema, TEST_ENGINE } from './databases.js';
 import {
   capturingLogger,
   createTestSandbox,
@@ -428,7 +431,9 @@ describe('labels, shipments and tracking', () => {
     const { call, db } = sandbox;
     const { shipment, label, plan } = await labelled(call);
     expect((await call('DELETE', target(shipment, label))).status).toBe(200);
-    const cancelledSteps = db.prepare('SELECT * FROM jobs WHERE subject = ?').all(label.id);
+    const cancelledSteps = await db.all<Record<string, unknown>>('SELECT * FROM jobs WHERE subject = ?', [
+      label.id,
+    ]);
     // A label keeps one job, its next step (the later ones are added as each runs), now cancelled.
     expect(cancelledSteps).toEqual([expect.objectContaining({ state: 'cancelled' })]);
 
@@ -438,14 +443,15 @@ describe('labels, shipments and tracking', () => {
     expect(await shipmentStatus(call, shipment.id)).toBe(finalShipmentStatus);
     expect(await events(call, 'tracking.updated')).toHaveLength(1);
     // Finished (here cancelled) jobs are deleted once they are a day old on the account's clock.
-    expect(db.prepare('SELECT count(*) FROM jobs WHERE subject = ?').pluck().get(label.id)).toBe(0);
+    expect(await db.value('SELECT count(*) FROM jobs WHERE subject = ?', [label.id])).toBe(0);
 
     // Even a step that escaped the cancellation takes no effect, and adds none of the steps after it.
-    const insert = db.prepare(
-      `INSERT INTO jobs (id, account_id, kind, subject, payload, due_at, state, created_at)
-       VALUES (@id, @account_id, @kind, @subject, @payload, @due_at, 'pending', @created_at)`,
-    );
-    for (const step of cancelledSteps) insert.run(step);
+    for (const step of cancelledSteps)
+      await db.run(
+        `INSERT INTO jobs (id, account_id, kind, subject, payload, due_at, state, created_at)
+         VALUES (@id, @account_id, @kind, @subject, @payload, @due_at, 'pending', @created_at)`,
+        step,
+      );
     const { ran } = await advance(call, '1d');
     expect(ran).toHaveLength(1);
     expect(ran.every((job) => (job as { skipped?: boolean }).skipped === true)).toBe(true);
@@ -506,18 +512,23 @@ describe('a restart', () => {
     for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
   });
 
-  function databaseFile() {
+  /** Where a sandbox keeps its data across a restart: a SQLite file, or a PostgreSQL schema of its own. */
+  async function databaseFile() {
+    if (TEST_ENGINE === 'postgres') return newPostgresSchema();
     const dir = mkdtempSync(path.join(tmpdir(), 'sandbox-tracking-'));
     dirs.push(dir);
     return path.join(dir, 'sandbox.db');
   }
 
   /** The app over a database file, as `startServer` builds it, without listening. */
-  function open(file: string, wall: { now: number }) {
+  async function open(file: string, wall: { now: number }) {
     const config = testConfig();
-    const db = openDatabase(file);
-    const state = createSandbox({
-      db,
+    const database =
+      TEST_ENGINE === 'postgres'
+        ? postgresDatabase(file, { poolSize: 4 })
+        : sqliteDatabase(openDatabase(file), file);
+    const state = await createSandbox({
+      database,
       config,
       logger: capturingLogger().logger,
       scenarios: SCENARIOS,
@@ -539,22 +550,22 @@ describe('a restart', () => {
         bytes,
       };
     };
-    return { db, state, call };
+    return { database, state, call };
   }
 
   it('loses nothing and repeats nothing when the sandbox restarts half-way through a scenario', async () => {
-    const file = databaseFile();
+    const file = await databaseFile();
     const wall = { now: T0 };
-    const before = open(file, wall);
+    const before = await open(file, wall);
     await before.call('POST', '/_sandbox/clock', { body: { frozen: true } });
     const { shipment, label, plan } = await labelled(before.call);
     const half = await advance(before.call, '40h');
     const early = plan.filter((step) => step.occurredAt <= T0 + 40 * HOUR);
     expect(half.ran).toHaveLength(early.length - 1);
-    before.db.close();
+    await before.database.close();
 
     wall.now += 3 * DAY;
-    const after = open(file, wall);
+    const after = await open(file, wall);
     expect((await after.call('GET', '/_sandbox/clock')).json).toMatchObject({
       now: '2026-11-24T00:00:00Z',
       frozen: true,
@@ -569,21 +580,22 @@ describe('a restart', () => {
     expect(await events(after.call, 'tracking.delivered')).toHaveLength(1);
     expect(await shipmentStatus(after.call, shipment.id)).toBe('delivered');
     expect((await advance(after.call, '30d')).ran).toEqual([]);
-    after.db.close();
+    await after.database.close();
   });
 
   it('runs the steps that fell due while the sandbox was stopped when the scheduler starts', async () => {
-    const file = databaseFile();
+    const file = await databaseFile();
     const wall = { now: T0 };
-    const before = open(file, wall);
+    const before = await open(file, wall);
     await before.call('POST', '/_sandbox/clock', { body: { frozen: true } });
     const { label, plan } = await labelled(before.call);
-    before.db.close();
+    await before.database.close();
 
-    const after = open(file, wall);
+    const after = await open(file, wall);
     // The account's clock is moved while nothing runs: two days of steps are overdue.
-    const account = after.state.stores.accounts.find(DEFAULT_ACCOUNT.id)!;
-    after.state.stores.accounts.saveClock(account.id, moveClockTo(account.clock, T0 + 2 * DAY, wall.now));
+    const { accounts } = after.state.stores;
+    const account = (await accounts.find(after.state.db, DEFAULT_ACCOUNT.id))!;
+    await accounts.saveClock(after.state.db, account.id, moveClockTo(account.clock, T0 + 2 * DAY, wall.now));
     expect((await track(after.call, label.tracking_number)).events).toHaveLength(1);
     await after.state.scheduler.start();
     await after.state.scheduler.stop();
@@ -594,6 +606,6 @@ describe('a restart', () => {
     expect(updates.map((event) => event.created_at)).toEqual(
       shown(overdue).map((event) => event.occurred_at),
     );
-    after.db.close();
+    await after.database.close();
   });
 });
