@@ -402,7 +402,7 @@ describe('POST /v1/shipments', () => {
       }
       expect((await list(sandbox)).meta.total).toBe(1);
       expect(await events(sandbox, 'shipment.created')).toHaveLength(1);
-      expect(sandbox.db.prepare('SELECT count(*) AS n FROM shipments').get()).toEqual({ n: 1 });
+      expect(await sandbox.db.get('SELECT count(*) AS n FROM shipments')).toEqual({ n: 1 });
     });
   });
 
@@ -855,7 +855,8 @@ describe('DELETE /v1/shipments/:id', () => {
       const shipment = await create(sandbox);
       // Tracking moves shipments there; setting the status directly keeps this test about the cancel rule.
       const store = sandbox.stores.shipments;
-      store.setStatus(store.find(DEFAULT_ACCOUNT.id, shipment.id) as ShipmentRecord, status);
+      const record = (await store.find(sandbox.db, DEFAULT_ACCOUNT.id, shipment.id)) as ShipmentRecord;
+      await store.setStatus(sandbox.db, record, status);
 
       expectError(
         await sandbox.call('DELETE', `/v1/shipments/${shipment.id}`),
@@ -901,9 +902,9 @@ describe('list totals', () => {
     const total = async (query: string) =>
       (await sandbox.call('GET', `/v1/shipments?${query}`)).json.meta.total;
     const counted = (where: string) =>
-      (sandbox.db.prepare(`SELECT count(*) AS n FROM shipments WHERE ${where}`).get() as { n: number }).n;
+      sandbox.db.value<number>(`SELECT count(*) AS n FROM shipments WHERE ${where}`);
     expect(await total('')).toBe(3);
-    expect(await total('status=label_generated')).toBe(counted("status = 'label_generated'"));
+    expect(await total('status=label_generated')).toBe(await counted("status = 'label_generated'"));
     expect(await total('status=label_generated')).toBe(1);
     expect(await total('status=cancelled&carrier=fedex')).toBe(1);
     expect(await total('status=created&carrier=ups')).toBe(1);
