@@ -194,8 +194,12 @@ describe('label files', () => {
     const { label } = await labelFor(sandbox, { format: 'png' });
     const first = (await sandbox.call('GET', `/v1/labels/${label.id}/download`)).bytes;
     // A fresh cache, as after a restart: the file is rendered again from the label and its shipment.
-    const record = sandbox.stores.labels.find(DEFAULT_ACCOUNT.id, label.id)!;
-    const shipment = sandbox.stores.shipments.find(DEFAULT_ACCOUNT.id, record.shipmentId)!;
+    const record = (await sandbox.stores.labels.find(sandbox.db, DEFAULT_ACCOUNT.id, label.id))!;
+    const shipment = (await sandbox.stores.shipments.find(
+      sandbox.db,
+      DEFAULT_ACCOUNT.id,
+      record.shipmentId,
+    ))!;
     const second = (await new LabelFiles(createLabelRenderer(0)).get(record, shipment)).bytes;
     expect(Buffer.from(second).equals(Buffer.from(first))).toBe(true);
   });
@@ -296,7 +300,7 @@ describe('DELETE /v1/labels/:id', () => {
   it('refuses a label the carrier has scanned', async () => {
     const sandbox = await createTestSandbox();
     const { label } = await labelFor(sandbox);
-    sandbox.stores.labels.markScanned(label.id, sandbox.wall.now);
+    await sandbox.stores.labels.markScanned(sandbox.db, label.id, sandbox.wall.now);
     expectError(await sandbox.call('DELETE', `/v1/labels/${label.id}`), 422, 'label_already_scanned');
     expect((await sandbox.call('GET', `/v1/labels/${label.id}`)).json.status).toBe('active');
   });
