@@ -6,6 +6,7 @@ import { PDFDocument } from 'pdf-lib';
 import pngjs from 'pngjs';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { openDatabase } from '../src/db/database.js';
+import { SqliteSql } from '../src/db/sqlite.js';
 import { labelDocument } from '../src/labels/files.js';
 import { renderLabel } from '../src/labels/render/index.js';
 import { LabelStore } from '../src/labels/store.js';
@@ -126,7 +127,7 @@ describe('the built command', () => {
         JSON.parse(execFileSync('node', ['dist/main.js', ...args, '--url', origin], { encoding: 'utf8' }));
       expect(control(['clock', 'freeze'])).toMatchObject({ frozen: true });
       // The build reads the built-in scenarios' files for the bundle: the same as the sources read.
-      const fromSources = await createTestSandbox().call('GET', '/_sandbox/scenarios');
+      const fromSources = await (await createTestSandbox()).call('GET', '/_sandbox/scenarios');
       expect(control(['scenarios'])).toEqual(fromSources.json);
       expect(fromSources.json.data.length).toBeGreaterThan(0);
       expect(stderr()).toBe('');
@@ -186,8 +187,10 @@ describe('the built command', () => {
     }
     const db = openDatabase(join(dataDir, 'sandbox.db'));
     try {
-      const record = new LabelStore(db).findAnywhere(label.id);
-      const shipment = record && new ShipmentStore(db).find(record.accountId, record.shipmentId);
+      const sql = new SqliteSql(db);
+      const record = await new LabelStore().findAnywhere(sql, label.id);
+      const shipment =
+        record && (await new ShipmentStore(sql).find(sql, record.accountId, record.shipmentId));
       if (!record || !shipment) throw new Error(`label ${label.id} is not in the database`);
       expect(bytes.equals(Buffer.from((await renderLabel(labelDocument(record, shipment))).bytes))).toBe(
         true,
@@ -260,11 +263,12 @@ describe('the built command', () => {
 
       const db = openDatabase(join(dataDir, 'sandbox.db'));
       try {
-        const labels = new LabelStore(db);
-        const shipments = new ShipmentStore(db);
+        const sql = new SqliteSql(db);
+        const labels = new LabelStore();
+        const shipments = new ShipmentStore(sql);
         for (const { id, format, bytes } of made) {
-          const label = labels.findAnywhere(id);
-          const shipment = label && shipments.find(label.accountId, label.shipmentId);
+          const label = await labels.findAnywhere(sql, id);
+          const shipment = label && (await shipments.find(sql, label.accountId, label.shipmentId));
           if (!label || !shipment) throw new Error(`label ${id} is not in the database`);
           const inProcess = await renderLabel(labelDocument(label, shipment));
           expect(bytes.equals(Buffer.from(inProcess.bytes)), `${format} ${id}`).toBe(true);
