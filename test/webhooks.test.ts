@@ -5,9 +5,12 @@ import { verify } from '@octokit/webhooks-methods';
 import { afterEach, describe, expect, it } from 'vitest';
 import { testConfig } from '../src/config/index.js';
 import { openDatabase } from '../src/db/database.js';
+import { postgresDatabase } from '../src/db/postgres.js';
+import { sqliteDatabase } from '../src/db/sqlite.js';
 import { loadScenarios, scenarioDirectories } from '../src/scenarios/files.js';
 import { signatureHeader } from '../src/webhooks/signature.js';
 import { createSandbox } from '../src/wiring.js';
+import { newPostgresSchema, TEST_ENGINE } from './databases.js';
 import { capturingLogger, createTestSandbox, DEFAULT_KEY, expectError, type TestSandbox } from './helpers.js';
 import { closedPortUrl, type Reply, startReceiver } from './receiver.js';
 
@@ -141,10 +144,11 @@ describe('registration', () => {
     expect((await sandbox.call('GET', '/v1/webhooks', { key: other })).json.data).toEqual([]);
 
     const readOnly = 'svc_test_0123456789abcdef0123456789abcdef';
-    sandbox.stores.accounts.insertApiKey(
+    await sandbox.stores.accounts.insertApiKey(
+      sandbox.db,
       {
         id: 'key_01JSANDBXRE0D0NLYKEY000001',
-        accountId: sandbox.stores.accounts.findByKey(DEFAULT_KEY)!.account.id,
+        accountId: (await sandbox.stores.accounts.findByKey(sandbox.db, DEFAULT_KEY))!.account.id,
         name: 'ro',
         scopes: ['shipments:read'],
         createdAt: 0,
@@ -487,12 +491,22 @@ describe('crash safety', () => {
     dir = undefined;
   });
 
-  function open(file: string) {
+  /** Where a sandbox keeps its data across a restart: a SQLite file, or a PostgreSQL schema of its own. */
+  async function databaseFile() {
+    if (TEST_ENGINE === 'postgres') return newPostgresSchema();
+    dir = mkdtempSync(join(tmpdir(), 'sandbox-webhooks-'));
+    return join(dir, 'sandbox.db');
+  }
+
+  async function open(file: string) {
     const config = testConfig();
-    const db = openDatabase(file);
+    const database =
+      TEST_ENGINE === 'postgres'
+        ? postgresDatabase(file, { poolSize: 4 })
+        : sqliteDatabase(openDatabase(file), file);
     const wall = { now: Date.UTC(2026, 10, 22, 8, 0, 0) };
-    const state = createSandbox({
-      db,
+    const state = await createSandbox({
+      database,
       config,
       logger: capturingLogger().logger,
       scenarios: loadScenarios(scenarioDirectories(undefined)),
@@ -507,15 +521,14 @@ describe('crash safety', () => {
       });
       return { status: response.status, json: (await response.json()) as any };
     };
-    return { db, state, call };
+    return { database, state, call };
   }
 
   it('sends after a restart what was due or on the wire, and marks nothing delivered without a 2xx', async () => {
-    dir = mkdtempSync(join(tmpdir(), 'sandbox-webhooks-'));
-    const file = join(dir, 'sandbox.db');
+    const file = await databaseFile();
     const target = await receiver([500]);
 
-    const first = open(file);
+    const first = await open(file);
     await first.call('POST', '/_sandbox/clock', { frozen: true });
     const hook = (
       await first.call('POST', '/v1/webhooks', {
@@ -542,21 +555,19 @@ describe('crash safety', () => {
     expect(target.requests).toHaveLength(1);
     // A second event is recorded, and its first try is "on the wire" when the process dies.
     await first.call('DELETE', `/v1/shipments/${shipment.id}`);
-    first.db
-      .prepare(
-        "UPDATE webhook_attempts SET status = 'sending', sent_at = scheduled_at WHERE status = 'scheduled' AND attempt = 0",
-      )
-      .run();
-    first.db.close();
+    await first.state.db.run(
+      "UPDATE webhook_attempts SET status = 'sending', sent_at = scheduled_at WHERE status = 'scheduled' AND attempt = 0",
+    );
+    await first.database.close();
 
     target.reply([200]);
-    const second = open(file);
+    const second = await open(file);
     const resent = target.nextRequest();
-    second.state.services.delivery.resumeInterrupted();
+    await second.state.services.delivery.resumeInterrupted();
     const request = await resent;
     expect(JSON.parse(request.body.toString()).event).toBe('shipment.cancelled');
     await second.state.services.delivery.settled(
-      second.state.stores.accounts.findByKey(DEFAULT_KEY)!.account.id,
+      (await second.state.stores.accounts.findByKey(second.state.db, DEFAULT_KEY))!.account.id,
     );
 
     // The first event's retry, scheduled before the restart, still fires at its due time.
@@ -572,6 +583,6 @@ describe('crash safety', () => {
       ['shipment.created', 1, 'succeeded'],
       ['shipment.created', 0, 'failed'],
     ]);
-    second.db.close();
+    await second.database.close();
   });
 });
