@@ -14,7 +14,7 @@ import {
   loadTlsMaterial,
 } from '../src/http/https.js';
 import { type RunningSandbox, startServer } from '../src/server.js';
-import { capturingLogger, createTestSandbox, DEFAULT_KEY, expectError } from './helpers.js';
+import { capturingLogger, createTestSandbox, DEFAULT_KEY, expectError, type TestSandbox } from './helpers.js';
 
 interface Answer {
   status: number;
@@ -442,9 +442,9 @@ describe('strict HTTPS over real sockets', () => {
 });
 
 describe('strict HTTPS in-process (app.request has no socket)', () => {
-  let sandboxes: ReturnType<typeof createTestSandbox>[] = [];
-  afterEach(() => {
-    for (const s of sandboxes) s.db.close();
+  let sandboxes: TestSandbox[] = [];
+  afterEach(async () => {
+    for (const s of sandboxes) await s.database.close();
     sandboxes = [];
   });
   const make = async (overrides: Partial<Config>) => {
@@ -454,17 +454,22 @@ describe('strict HTTPS in-process (app.request has no socket)', () => {
   };
 
   it('counts a request without a socket as plain HTTP', async () => {
-    expectError(await make({ strictHttps: true }).call('GET', '/v1/shipments'), 403, 'https_required');
-    expect((await make({}).call('GET', '/v1/shipments')).status).toBe(200);
+    expectError(
+      await (await make({ strictHttps: true })).call('GET', '/v1/shipments'),
+      403,
+      'https_required',
+    );
+    expect((await (await make({})).call('GET', '/v1/shipments')).status).toBe(200);
   });
 
   it('takes X-Forwarded-Proto only with trustProxy', async () => {
     const headers = { 'x-forwarded-proto': 'https' };
     expect(
-      (await make({ strictHttps: true, trustProxy: true }).call('GET', '/v1/shipments', { headers })).status,
+      (await (await make({ strictHttps: true, trustProxy: true })).call('GET', '/v1/shipments', { headers }))
+        .status,
     ).toBe(200);
     expectError(
-      await make({ strictHttps: true }).call('GET', '/v1/shipments', { headers }),
+      await (await make({ strictHttps: true })).call('GET', '/v1/shipments', { headers }),
       403,
       'https_required',
     );

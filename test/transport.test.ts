@@ -230,7 +230,7 @@ describe('requests that cannot be read, over a real socket', () => {
       sandbox.origin,
       'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
     );
-    expect([answer.status, answer.json]).toEqual([200, { status: 'ok' }]);
+    expect([answer.status, answer.json]).toEqual([200, { status: 'ok', database: 'sqlite' }]);
     expect(problems(lines)).toEqual([]);
     // Each refusal is there for whoever debugs a client.
     expect(lines.some((line) => line.msg === 'client connection error' && line.answer === 431)).toBe(true);
@@ -240,8 +240,7 @@ describe('requests that cannot be read, over a real socket', () => {
 describe('slow clients', () => {
   const { logger, lines } = capturingLogger();
   let sandbox: RunningSandbox;
-  const accounts = () =>
-    (sandbox.sandbox.db.prepare('SELECT count(*) AS n FROM accounts').get() as { n: number }).n;
+  const accounts = () => sandbox.sandbox.db.value<number>('SELECT count(*) FROM accounts');
   beforeAll(async () => {
     sandbox = await startServer(testConfig(), logger, {
       transport: { headersTimeoutMs: 300, requestTimeoutMs: 600, keepAliveTimeoutMs: 300 },
@@ -255,7 +254,7 @@ describe('slow clients', () => {
   });
 
   it('answers 408 request_timeout to a client that stops half-way through its body, and writes nothing', async () => {
-    const before = accounts();
+    const before = await accounts();
     const body = JSON.stringify({ name: 'never finished', plan: 'growth' });
     const answer = await exchange(
       sandbox.origin,
@@ -266,7 +265,7 @@ describe('slow clients', () => {
     await vi.waitFor(() =>
       expect(lines.some((l) => l.status === 499 && l.path === '/_sandbox/accounts')).toBe(true),
     );
-    expect(accounts()).toBe(before);
+    expect(await accounts()).toBe(before);
     expect(problems(lines)).toEqual([]);
   });
 
@@ -277,7 +276,7 @@ describe('slow clients', () => {
 
   it('closes a kept-alive connection once it has been idle for the keep-alive time', async () => {
     const answer = await exchange(sandbox.origin, 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
-    expect([answer.status, answer.json]).toEqual([200, { status: 'ok' }]);
+    expect([answer.status, answer.json]).toEqual([200, { status: 'ok', database: 'sqlite' }]);
     expect(answer.headers.connection).toBe('keep-alive');
     // One answer, then the server closed the idle connection without another (no 408 to a request
     // nobody started).
@@ -301,7 +300,7 @@ describe('the connection cap (--max-connections)', () => {
       socket.once('error', reject);
       socket.on('data', (chunk) => {
         received += chunk;
-        if (received.includes('{"status":"ok"}')) resolve(socket);
+        if (received.includes('{"status":"ok","database":"sqlite"}')) resolve(socket);
       });
       socket.once('close', () => reject(new Error(`closed before an answer: ${received}`)));
       socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');

@@ -261,9 +261,9 @@ describe('at every attempt, the resolved addresses are checked before connecting
     });
 
     // And a send resumed after a restart (an attempt left `sending` when the process stopped).
-    sandbox.db.prepare("UPDATE webhook_attempts SET status = 'sending' WHERE id = ?").run(again.json.id);
-    sandbox.services.delivery.resumeInterrupted();
-    await sandbox.services.delivery.settled(defaultAccountId(sandbox));
+    await sandbox.db.run("UPDATE webhook_attempts SET status = 'sending' WHERE id = ?", [again.json.id]);
+    await sandbox.services.delivery.resumeInterrupted();
+    await sandbox.services.delivery.settled(await defaultAccountId(sandbox));
     const resumed = (await attemptsOf(sandbox, hook.id)).find((a) => a.id === again.json.id);
     expect(resumed).toMatchObject({ status: 'failed', error: 'destination_not_allowed' });
 
@@ -545,6 +545,6 @@ function requestsReaching(receivers: Receiver[], count: number): Promise<void> {
   });
 }
 
-function defaultAccountId(sandbox: TestSandbox): string {
-  return sandbox.stores.accounts.findByKey(DEFAULT_KEY)!.account.id;
+async function defaultAccountId(sandbox: TestSandbox): Promise<string> {
+  return (await sandbox.stores.accounts.findByKey(sandbox.db, DEFAULT_KEY))!.account.id;
 }
