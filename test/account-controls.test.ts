@@ -293,11 +293,12 @@ describe('/_sandbox/reset', () => {
         speed: 1,
         frozen: false,
       });
+      const { account } = (await sandbox.stores.accounts.findByKey(sandbox.db, DEFAULT_KEY))!;
       expect(
-        sandbox.db
-          .prepare('SELECT count(*) AS n FROM jobs WHERE account_id = ?')
-          .get(sandbox.stores.accounts.findByKey(DEFAULT_KEY)!.account.id),
-      ).toEqual({ n: 0 });
+        await sandbox.db.get('SELECT count(*) AS n FROM jobs WHERE account_id = ?', [account.id]),
+      ).toEqual({
+        n: 0,
+      });
       expectError(await sandbox.call('GET', `/v1/shipments/${shipment.id}`), 404, 'not_found');
       expect((await sandbox.call('GET', '/v1/shipments', { key: extraKey })).status).toBe(200);
       expect((await sandbox.call('POST', '/v1/shipments', { body: shipmentRequest() })).status).toBe(201);

@@ -265,10 +265,10 @@ describe('GET /_sandbox/deliveries/:id', () => {
       404,
       'not_found',
     );
-    const count = () => sandbox.db.prepare('SELECT count(*) FROM webhook_requests').pluck().get();
-    expect(count()).toBe(1);
+    const count = () => sandbox.db.value('SELECT count(*) FROM webhook_requests');
+    expect(await count()).toBe(1);
     await sandbox.call('POST', '/_sandbox/reset');
-    expect(count()).toBe(0);
+    expect(await count()).toBe(0);
   });
 });
 
