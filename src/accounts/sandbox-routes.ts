@@ -50,6 +50,8 @@ export function accountCreationRoutes(accounts: AccountService, adminToken: stri
         ...openErrors(
           ...ErrorCodes.body,
           ...ErrorCodes.validation,
+          // A NUL character in the query: refused under /_sandbox ahead of every control.
+          ...ErrorCodes.query,
           'missing_api_key',
           'invalid_api_key',
           ...ErrorCodes.write,

@@ -11,7 +11,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Whether the sandbox is up (no key needed) */
+        /** Whether the sandbox is up and reaches its database (no key needed) */
         get: operations["getHealth"];
         put?: never;
         post?: never;
@@ -1404,7 +1404,7 @@ export interface components {
          *     - `rate_limit_exceeded` (429): a rate limit is reached; `Retry-After` says when to retry
          *     - `headers_too_large` (431): the request headers are too large
          *     - `internal_error` (500): anything unexpected (no stack trace in the body)
-         *     - `service_unavailable` (503): only when a fault rule (`POST /_sandbox/faults`) injects it
+         *     - `service_unavailable` (503): the database cannot be reached (PostgreSQL), or a fault rule (`POST /_sandbox/faults`) injects it
          *     - `insufficient_storage` (507): the sandbox's disk is full; nothing was changed
          *     - `fault_injected` (4xx): a fault rule injected this 4xx status; a rule may also set a code of its own, outside this list
          * @example invalid_address
@@ -1414,6 +1414,17 @@ export interface components {
         Health: {
             /** @enum {string} */
             status: "ok";
+            /**
+             * @description The engine that keeps the data: SQLite, or PostgreSQL (`--database`)
+             * @enum {string}
+             */
+            database: "sqlite" | "postgres";
+        };
+        Unhealthy: {
+            /** @enum {string} */
+            status: "unavailable";
+            /** @enum {string} */
+            database: "sqlite" | "postgres";
         };
         AccountCreated: {
             id: string;
@@ -2138,6 +2149,15 @@ export interface operations {
                     };
                 };
             };
+            /** @description The sandbox cannot reach its database (PostgreSQL): load balancers take it out of rotation */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Unhealthy"];
+                };
+            };
         };
     };
     createAccount: {
@@ -2162,7 +2182,7 @@ export interface operations {
                     "application/json": components["schemas"]["AccountCreated"];
                 };
             };
-            /** @description Bad request: `invalid_json`, `request_too_large`, `unsupported_content_type` */
+            /** @description Bad request: `invalid_json`, `invalid_parameter`, `request_too_large`, `unsupported_content_type` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2171,7 +2191,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "invalid_json" | "request_too_large" | "unsupported_content_type";
+                            code: "invalid_json" | "invalid_parameter" | "request_too_large" | "unsupported_content_type";
                         };
                     };
                 };
@@ -2230,6 +2250,22 @@ export interface operations {
                         error: {
                             /** @enum {string} */
                             code: "internal_error";
+                        };
+                    };
+                };
+            };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
                         };
                     };
                 };
@@ -2268,6 +2304,20 @@ export interface operations {
                     "application/json": components["schemas"]["Account"];
                 };
             };
+            /** @description Bad request: `invalid_parameter` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_parameter";
+                        };
+                    };
+                };
+            };
             /** @description No valid API key: `invalid_api_key`, `missing_api_key` */
             401: {
                 headers: {
@@ -2326,6 +2376,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                        };
+                    };
+                };
+            };
         };
     };
     updateAccount: {
@@ -2350,7 +2416,7 @@ export interface operations {
                     "application/json": components["schemas"]["Account"];
                 };
             };
-            /** @description Bad request: `invalid_json`, `request_too_large`, `unsupported_content_type` */
+            /** @description Bad request: `invalid_json`, `invalid_parameter`, `request_too_large`, `unsupported_content_type` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2359,7 +2425,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "invalid_json" | "request_too_large" | "unsupported_content_type";
+                            code: "invalid_json" | "invalid_parameter" | "request_too_large" | "unsupported_content_type";
                         };
                     };
                 };
@@ -2432,6 +2498,22 @@ export interface operations {
                         error: {
                             /** @enum {string} */
                             code: "internal_error";
+                        };
+                    };
+                };
+            };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
                         };
                     };
                 };
@@ -2470,6 +2552,20 @@ export interface operations {
                     "application/json": components["schemas"]["ApiKeyList"];
                 };
             };
+            /** @description Bad request: `invalid_parameter` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_parameter";
+                        };
+                    };
+                };
+            };
             /** @description No valid API key: `invalid_api_key`, `missing_api_key` */
             401: {
                 headers: {
@@ -2528,6 +2624,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                        };
+                    };
+                };
+            };
         };
     };
     createKey: {
@@ -2552,7 +2664,7 @@ export interface operations {
                     "application/json": components["schemas"]["CreatedKey"];
                 };
             };
-            /** @description Bad request: `invalid_json`, `request_too_large`, `unsupported_content_type` */
+            /** @description Bad request: `invalid_json`, `invalid_parameter`, `request_too_large`, `unsupported_content_type` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2561,7 +2673,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "invalid_json" | "request_too_large" | "unsupported_content_type";
+                            code: "invalid_json" | "invalid_parameter" | "request_too_large" | "unsupported_content_type";
                         };
                     };
                 };
@@ -2638,6 +2750,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                        };
+                    };
+                };
+            };
             /** @description Insufficient storage: `insufficient_storage` */
             507: {
                 headers: {
@@ -2672,6 +2800,20 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RevokedKey"];
+                };
+            };
+            /** @description Bad request: `invalid_parameter` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_parameter";
+                        };
+                    };
                 };
             };
             /** @description No valid API key: `invalid_api_key`, `missing_api_key` */
@@ -2746,6 +2888,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                        };
+                    };
+                };
+            };
             /** @description Insufficient storage: `insufficient_storage` */
             507: {
                 headers: {
@@ -2780,7 +2938,7 @@ export interface operations {
                     "application/json": components["schemas"]["ResetDone"];
                 };
             };
-            /** @description Bad request: `invalid_json`, `request_too_large`, `unsupported_content_type` */
+            /** @description Bad request: `invalid_json`, `invalid_parameter`, `request_too_large`, `unsupported_content_type` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2789,7 +2947,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "invalid_json" | "request_too_large" | "unsupported_content_type";
+                            code: "invalid_json" | "invalid_parameter" | "request_too_large" | "unsupported_content_type";
                         };
                     };
                 };
@@ -2848,6 +3006,22 @@ export interface operations {
                         error: {
                             /** @enum {string} */
                             code: "internal_error";
+                        };
+                    };
+                };
+            };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
                         };
                     };
                 };
@@ -2886,6 +3060,20 @@ export interface operations {
                     "application/json": components["schemas"]["Clock"];
                 };
             };
+            /** @description Bad request: `invalid_parameter` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_parameter";
+                        };
+                    };
+                };
+            };
             /** @description No valid API key: `invalid_api_key`, `missing_api_key` */
             401: {
                 headers: {
@@ -2944,6 +3132,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                        };
+                    };
+                };
+            };
         };
     };
     setClock: {
@@ -2968,7 +3172,7 @@ export interface operations {
                     "application/json": components["schemas"]["Clock"];
                 };
             };
-            /** @description Bad request: `invalid_json`, `request_too_large`, `unsupported_content_type` */
+            /** @description Bad request: `invalid_json`, `invalid_parameter`, `request_too_large`, `unsupported_content_type` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2977,7 +3181,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "invalid_json" | "request_too_large" | "unsupported_content_type";
+                            code: "invalid_json" | "invalid_parameter" | "request_too_large" | "unsupported_content_type";
                         };
                     };
                 };
@@ -3050,6 +3254,22 @@ export interface operations {
                         error: {
                             /** @enum {string} */
                             code: "internal_error";
+                        };
+                    };
+                };
+            };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
                         };
                     };
                 };
@@ -3178,6 +3398,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                        };
+                    };
+                };
+            };
             /** @description Insufficient storage: `insufficient_storage` */
             507: {
                 headers: {
@@ -3287,6 +3523,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                        };
+                    };
+                };
+            };
         };
     };
     listEvents: {
@@ -3383,6 +3635,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                        };
+                    };
+                };
+            };
         };
     };
     triggerEvent: {
@@ -3407,7 +3675,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookEvent"];
                 };
             };
-            /** @description Bad request: `invalid_json`, `request_too_large`, `unsupported_content_type` */
+            /** @description Bad request: `invalid_json`, `invalid_parameter`, `request_too_large`, `unsupported_content_type` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3416,7 +3684,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "invalid_json" | "request_too_large" | "unsupported_content_type";
+                            code: "invalid_json" | "invalid_parameter" | "request_too_large" | "unsupported_content_type";
                         };
                     };
                 };
@@ -3493,6 +3761,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                        };
+                    };
+                };
+            };
             /** @description Insufficient storage: `insufficient_storage` */
             507: {
                 headers: {
@@ -3525,6 +3809,20 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ScenarioList"];
+                };
+            };
+            /** @description Bad request: `invalid_parameter` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_parameter";
+                        };
+                    };
                 };
             };
             /** @description No valid API key: `invalid_api_key`, `missing_api_key` */
@@ -3585,6 +3883,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                        };
+                    };
+                };
+            };
         };
     };
     compareRates: {
@@ -3612,7 +3926,7 @@ export interface operations {
                     "application/json": components["schemas"]["RateList"];
                 };
             };
-            /** @description Bad request: `invalid_json`, `request_too_large`, `unsupported_content_type` */
+            /** @description Bad request: `invalid_json`, `invalid_parameter`, `request_too_large`, `unsupported_content_type` */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3624,7 +3938,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "invalid_json" | "request_too_large" | "unsupported_content_type";
+                            code: "invalid_json" | "invalid_parameter" | "request_too_large" | "unsupported_content_type";
                         };
                     };
                 };
@@ -3775,7 +4089,7 @@ export interface operations {
                     "application/json": components["schemas"]["RateList"];
                 };
             };
-            /** @description Bad request: `invalid_json`, `request_too_large`, `unsupported_content_type` */
+            /** @description Bad request: `invalid_json`, `invalid_parameter`, `request_too_large`, `unsupported_content_type` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3784,7 +4098,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "invalid_json" | "request_too_large" | "unsupported_content_type";
+                            code: "invalid_json" | "invalid_parameter" | "request_too_large" | "unsupported_content_type";
                         };
                     };
                 };
@@ -3857,6 +4171,22 @@ export interface operations {
                         error: {
                             /** @enum {string} */
                             code: "internal_error";
+                        };
+                    };
+                };
+            };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
                         };
                     };
                 };
@@ -4040,7 +4370,7 @@ export interface operations {
                     "application/json": components["schemas"]["Shipment"];
                 };
             };
-            /** @description Bad request: `invalid_json`, `request_too_large`, `unsupported_content_type` */
+            /** @description Bad request: `invalid_json`, `invalid_parameter`, `request_too_large`, `unsupported_content_type` */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -4052,7 +4382,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "invalid_json" | "request_too_large" | "unsupported_content_type";
+                            code: "invalid_json" | "invalid_parameter" | "request_too_large" | "unsupported_content_type";
                         };
                     };
                 };
@@ -4221,6 +4551,23 @@ export interface operations {
                     "application/json": components["schemas"]["Shipment"];
                 };
             };
+            /** @description Bad request: `invalid_parameter` */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_parameter";
+                        };
+                    };
+                };
+            };
             /** @description No valid API key: `invalid_api_key`, `missing_api_key` */
             401: {
                 headers: {
@@ -4366,6 +4713,23 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["CancelledShipment"];
+                };
+            };
+            /** @description Bad request: `invalid_parameter` */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_parameter";
+                        };
+                    };
                 };
             };
             /** @description No valid API key: `invalid_api_key`, `missing_api_key` */
@@ -4622,6 +4986,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                        };
+                    };
+                };
+            };
         };
     };
     sandboxCreateShipment: {
@@ -4646,7 +5026,7 @@ export interface operations {
                     "application/json": components["schemas"]["Shipment"];
                 };
             };
-            /** @description Bad request: `invalid_json`, `request_too_large`, `unsupported_content_type` */
+            /** @description Bad request: `invalid_json`, `invalid_parameter`, `request_too_large`, `unsupported_content_type` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4655,7 +5035,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "invalid_json" | "request_too_large" | "unsupported_content_type";
+                            code: "invalid_json" | "invalid_parameter" | "request_too_large" | "unsupported_content_type";
                         };
                     };
                 };
@@ -4732,6 +5112,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                        };
+                    };
+                };
+            };
             /** @description Insufficient storage: `insufficient_storage` */
             507: {
                 headers: {
@@ -4766,6 +5162,20 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["CancelledShipment"];
+                };
+            };
+            /** @description Bad request: `invalid_parameter` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_parameter";
+                        };
+                    };
                 };
             };
             /** @description No valid API key: `invalid_api_key`, `missing_api_key` */
@@ -4854,6 +5264,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                        };
+                    };
+                };
+            };
             /** @description Insufficient storage: `insufficient_storage` */
             507: {
                 headers: {
@@ -4895,7 +5321,7 @@ export interface operations {
                     "application/json": components["schemas"]["Label"];
                 };
             };
-            /** @description Bad request: `invalid_json`, `request_too_large`, `unsupported_content_type` */
+            /** @description Bad request: `invalid_json`, `invalid_parameter`, `request_too_large`, `unsupported_content_type` */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -4907,7 +5333,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "invalid_json" | "request_too_large" | "unsupported_content_type";
+                            code: "invalid_json" | "invalid_parameter" | "request_too_large" | "unsupported_content_type";
                         };
                     };
                 };
@@ -5093,6 +5519,23 @@ export interface operations {
                     "application/json": components["schemas"]["Label"];
                 };
             };
+            /** @description Bad request: `invalid_parameter` */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_parameter";
+                        };
+                    };
+                };
+            };
             /** @description No valid API key: `invalid_api_key`, `missing_api_key` */
             401: {
                 headers: {
@@ -5238,6 +5681,23 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["VoidedLabel"];
+                };
+            };
+            /** @description Bad request: `invalid_parameter` */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_parameter";
+                        };
+                    };
                 };
             };
             /** @description No valid API key: `invalid_api_key`, `missing_api_key` */
@@ -5423,6 +5883,23 @@ export interface operations {
                     "application/zpl": Blob;
                 };
             };
+            /** @description Bad request: `invalid_parameter` */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_parameter";
+                        };
+                    };
+                };
+            };
             /** @description No valid API key: `invalid_api_key`, `missing_api_key` */
             401: {
                 headers: {
@@ -5567,6 +6044,20 @@ export interface operations {
                     "image/png": Blob;
                 };
             };
+            /** @description Bad request: `invalid_parameter` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_parameter";
+                        };
+                    };
+                };
+            };
             /** @description No valid API key: `invalid_api_key`, `missing_api_key` */
             401: {
                 headers: {
@@ -5639,6 +6130,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                        };
+                    };
+                };
+            };
         };
     };
     sandboxCreateLabel: {
@@ -5663,7 +6170,7 @@ export interface operations {
                     "application/json": components["schemas"]["Label"];
                 };
             };
-            /** @description Bad request: `invalid_json`, `request_too_large`, `unsupported_content_type` */
+            /** @description Bad request: `invalid_json`, `invalid_parameter`, `request_too_large`, `unsupported_content_type` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5672,7 +6179,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "invalid_json" | "request_too_large" | "unsupported_content_type";
+                            code: "invalid_json" | "invalid_parameter" | "request_too_large" | "unsupported_content_type";
                         };
                     };
                 };
@@ -5763,6 +6270,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                        };
+                    };
+                };
+            };
             /** @description Insufficient storage: `insufficient_storage` */
             507: {
                 headers: {
@@ -5797,6 +6320,20 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Label"];
+                };
+            };
+            /** @description Bad request: `invalid_parameter` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_parameter";
+                        };
+                    };
                 };
             };
             /** @description No valid API key: `invalid_api_key`, `missing_api_key` */
@@ -5871,6 +6408,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                        };
+                    };
+                };
+            };
         };
     };
     sandboxVoidLabel: {
@@ -5891,6 +6444,20 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["VoidedLabel"];
+                };
+            };
+            /** @description Bad request: `invalid_parameter` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_parameter";
+                        };
+                    };
                 };
             };
             /** @description No valid API key: `invalid_api_key`, `missing_api_key` */
@@ -5979,6 +6546,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                        };
+                    };
+                };
+            };
             /** @description Insufficient storage: `insufficient_storage` */
             507: {
                 headers: {
@@ -6015,6 +6598,20 @@ export interface operations {
                     "application/pdf": Blob;
                     "image/png": Blob;
                     "application/zpl": Blob;
+                };
+            };
+            /** @description Bad request: `invalid_parameter` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_parameter";
+                        };
+                    };
                 };
             };
             /** @description No valid API key: `invalid_api_key`, `missing_api_key` */
@@ -6085,6 +6682,22 @@ export interface operations {
                         error: {
                             /** @enum {string} */
                             code: "internal_error";
+                        };
+                    };
+                };
+            };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
                         };
                     };
                 };
@@ -6190,6 +6803,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                        };
+                    };
+                };
+            };
         };
     };
     getTracking: {
@@ -6213,6 +6842,23 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Tracking"];
+                };
+            };
+            /** @description Bad request: `invalid_parameter` */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_parameter";
+                        };
+                    };
                 };
             };
             /** @description No valid API key: `invalid_api_key`, `missing_api_key` */
@@ -6363,7 +7009,7 @@ export interface operations {
                     "application/json": components["schemas"]["ScenarioStarted"];
                 };
             };
-            /** @description Bad request: `invalid_json`, `request_too_large`, `unsupported_content_type` */
+            /** @description Bad request: `invalid_json`, `invalid_parameter`, `request_too_large`, `unsupported_content_type` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6372,7 +7018,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "invalid_json" | "request_too_large" | "unsupported_content_type";
+                            code: "invalid_json" | "invalid_parameter" | "request_too_large" | "unsupported_content_type";
                         };
                     };
                 };
@@ -6459,6 +7105,22 @@ export interface operations {
                         error: {
                             /** @enum {string} */
                             code: "internal_error";
+                        };
+                    };
+                };
+            };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
                         };
                     };
                 };
@@ -6503,7 +7165,7 @@ export interface operations {
                     "application/json": components["schemas"]["Tracking"];
                 };
             };
-            /** @description Bad request: `invalid_json`, `request_too_large`, `unsupported_content_type` */
+            /** @description Bad request: `invalid_json`, `invalid_parameter`, `request_too_large`, `unsupported_content_type` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6512,7 +7174,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "invalid_json" | "request_too_large" | "unsupported_content_type";
+                            code: "invalid_json" | "invalid_parameter" | "request_too_large" | "unsupported_content_type";
                         };
                     };
                 };
@@ -6599,6 +7261,22 @@ export interface operations {
                         error: {
                             /** @enum {string} */
                             code: "internal_error";
+                        };
+                    };
+                };
+            };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
                         };
                     };
                 };
@@ -6643,7 +7321,7 @@ export interface operations {
                     "application/json": components["schemas"]["Tracking"];
                 };
             };
-            /** @description Bad request: `invalid_json`, `request_too_large`, `unsupported_content_type` */
+            /** @description Bad request: `invalid_json`, `invalid_parameter`, `request_too_large`, `unsupported_content_type` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6652,7 +7330,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "invalid_json" | "request_too_large" | "unsupported_content_type";
+                            code: "invalid_json" | "invalid_parameter" | "request_too_large" | "unsupported_content_type";
                         };
                     };
                 };
@@ -6739,6 +7417,22 @@ export interface operations {
                         error: {
                             /** @enum {string} */
                             code: "internal_error";
+                        };
+                    };
+                };
+            };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
                         };
                     };
                 };
@@ -6783,7 +7477,7 @@ export interface operations {
                     "application/json": components["schemas"]["ScenarioStarted"];
                 };
             };
-            /** @description Bad request: `invalid_json`, `request_too_large`, `unsupported_content_type` */
+            /** @description Bad request: `invalid_json`, `invalid_parameter`, `request_too_large`, `unsupported_content_type` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6792,7 +7486,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "invalid_json" | "request_too_large" | "unsupported_content_type";
+                            code: "invalid_json" | "invalid_parameter" | "request_too_large" | "unsupported_content_type";
                         };
                     };
                 };
@@ -6883,6 +7577,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                        };
+                    };
+                };
+            };
             /** @description Insufficient storage: `insufficient_storage` */
             507: {
                 headers: {
@@ -6923,7 +7633,7 @@ export interface operations {
                     "application/json": components["schemas"]["Tracking"];
                 };
             };
-            /** @description Bad request: `invalid_json`, `request_too_large`, `unsupported_content_type` */
+            /** @description Bad request: `invalid_json`, `invalid_parameter`, `request_too_large`, `unsupported_content_type` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6932,7 +7642,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "invalid_json" | "request_too_large" | "unsupported_content_type";
+                            code: "invalid_json" | "invalid_parameter" | "request_too_large" | "unsupported_content_type";
                         };
                     };
                 };
@@ -7023,6 +7733,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                        };
+                    };
+                };
+            };
             /** @description Insufficient storage: `insufficient_storage` */
             507: {
                 headers: {
@@ -7063,7 +7789,7 @@ export interface operations {
                     "application/json": components["schemas"]["Tracking"];
                 };
             };
-            /** @description Bad request: `invalid_json`, `request_too_large`, `unsupported_content_type` */
+            /** @description Bad request: `invalid_json`, `invalid_parameter`, `request_too_large`, `unsupported_content_type` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7072,7 +7798,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "invalid_json" | "request_too_large" | "unsupported_content_type";
+                            code: "invalid_json" | "invalid_parameter" | "request_too_large" | "unsupported_content_type";
                         };
                     };
                 };
@@ -7163,6 +7889,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                        };
+                    };
+                };
+            };
             /** @description Insufficient storage: `insufficient_storage` */
             507: {
                 headers: {
@@ -7197,6 +7939,20 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ParcelOverview"];
+                };
+            };
+            /** @description Bad request: `invalid_parameter` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_parameter";
+                        };
+                    };
                 };
             };
             /** @description No valid API key: `invalid_api_key`, `missing_api_key` */
@@ -7285,6 +8041,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                        };
+                    };
+                };
+            };
         };
     };
     listWebhooks: {
@@ -7306,6 +8078,23 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["WebhookList"];
+                };
+            };
+            /** @description Bad request: `invalid_parameter` */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_parameter";
+                        };
+                    };
                 };
             };
             /** @description No valid API key: `invalid_api_key`, `missing_api_key` */
@@ -7440,7 +8229,7 @@ export interface operations {
                     "application/json": components["schemas"]["Webhook"];
                 };
             };
-            /** @description Bad request: `invalid_json`, `request_too_large`, `unsupported_content_type` */
+            /** @description Bad request: `invalid_json`, `invalid_parameter`, `request_too_large`, `unsupported_content_type` */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -7452,7 +8241,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "invalid_json" | "request_too_large" | "unsupported_content_type";
+                            code: "invalid_json" | "invalid_parameter" | "request_too_large" | "unsupported_content_type";
                         };
                     };
                 };
@@ -7621,6 +8410,23 @@ export interface operations {
                     "application/json": components["schemas"]["Webhook"];
                 };
             };
+            /** @description Bad request: `invalid_parameter` */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_parameter";
+                        };
+                    };
+                };
+            };
             /** @description No valid API key: `invalid_api_key`, `missing_api_key` */
             401: {
                 headers: {
@@ -7766,6 +8572,23 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DeletedWebhook"];
+                };
+            };
+            /** @description Bad request: `invalid_parameter` */
+            400: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_parameter";
+                        };
+                    };
                 };
             };
             /** @description No valid API key: `invalid_api_key`, `missing_api_key` */
@@ -7936,7 +8759,7 @@ export interface operations {
                     "application/json": components["schemas"]["Webhook"];
                 };
             };
-            /** @description Bad request: `invalid_json`, `request_too_large`, `unsupported_content_type` */
+            /** @description Bad request: `invalid_json`, `invalid_parameter`, `request_too_large`, `unsupported_content_type` */
             400: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -7948,7 +8771,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "invalid_json" | "request_too_large" | "unsupported_content_type";
+                            code: "invalid_json" | "invalid_parameter" | "request_too_large" | "unsupported_content_type";
                         };
                     };
                 };
@@ -8129,6 +8952,20 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookList"];
                 };
             };
+            /** @description Bad request: `invalid_parameter` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_parameter";
+                        };
+                    };
+                };
+            };
             /** @description No valid API key: `invalid_api_key`, `missing_api_key` */
             401: {
                 headers: {
@@ -8187,6 +9024,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                        };
+                    };
+                };
+            };
         };
     };
     sandboxCreateWebhook: {
@@ -8211,7 +9064,7 @@ export interface operations {
                     "application/json": components["schemas"]["Webhook"];
                 };
             };
-            /** @description Bad request: `invalid_json`, `request_too_large`, `unsupported_content_type` */
+            /** @description Bad request: `invalid_json`, `invalid_parameter`, `request_too_large`, `unsupported_content_type` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8220,7 +9073,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "invalid_json" | "request_too_large" | "unsupported_content_type";
+                            code: "invalid_json" | "invalid_parameter" | "request_too_large" | "unsupported_content_type";
                         };
                     };
                 };
@@ -8297,6 +9150,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                        };
+                    };
+                };
+            };
             /** @description Insufficient storage: `insufficient_storage` */
             507: {
                 headers: {
@@ -8331,6 +9200,20 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DeletedWebhook"];
+                };
+            };
+            /** @description Bad request: `invalid_parameter` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_parameter";
+                        };
+                    };
                 };
             };
             /** @description No valid API key: `invalid_api_key`, `missing_api_key` */
@@ -8401,6 +9284,22 @@ export interface operations {
                         error: {
                             /** @enum {string} */
                             code: "internal_error";
+                        };
+                    };
+                };
+            };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
                         };
                     };
                 };
@@ -8445,7 +9344,7 @@ export interface operations {
                     "application/json": components["schemas"]["Webhook"];
                 };
             };
-            /** @description Bad request: `invalid_json`, `request_too_large`, `unsupported_content_type` */
+            /** @description Bad request: `invalid_json`, `invalid_parameter`, `request_too_large`, `unsupported_content_type` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8454,7 +9353,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "invalid_json" | "request_too_large" | "unsupported_content_type";
+                            code: "invalid_json" | "invalid_parameter" | "request_too_large" | "unsupported_content_type";
                         };
                     };
                 };
@@ -8541,6 +9440,22 @@ export interface operations {
                         error: {
                             /** @enum {string} */
                             code: "internal_error";
+                        };
+                    };
+                };
+            };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
                         };
                     };
                 };
@@ -8670,6 +9585,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                        };
+                    };
+                };
+            };
         };
     };
     getDelivery: {
@@ -8690,6 +9621,20 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DeliveryAttemptInFull"];
+                };
+            };
+            /** @description Bad request: `invalid_parameter` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_parameter";
+                        };
+                    };
                 };
             };
             /** @description No valid API key: `invalid_api_key`, `missing_api_key` */
@@ -8764,6 +9709,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                        };
+                    };
+                };
+            };
         };
     };
     redeliver: {
@@ -8786,7 +9747,7 @@ export interface operations {
                     "application/json": components["schemas"]["DeliveryAttempt"];
                 };
             };
-            /** @description Bad request: `invalid_json`, `request_too_large`, `unsupported_content_type` */
+            /** @description Bad request: `invalid_json`, `invalid_parameter`, `request_too_large`, `unsupported_content_type` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8795,7 +9756,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "invalid_json" | "request_too_large" | "unsupported_content_type";
+                            code: "invalid_json" | "invalid_parameter" | "request_too_large" | "unsupported_content_type";
                         };
                     };
                 };
@@ -8886,6 +9847,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                        };
+                    };
+                };
+            };
             /** @description Insufficient storage: `insufficient_storage` */
             507: {
                 headers: {
@@ -8922,7 +9899,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookProbe"];
                 };
             };
-            /** @description Bad request: `invalid_json`, `request_too_large`, `unsupported_content_type` */
+            /** @description Bad request: `invalid_json`, `invalid_parameter`, `request_too_large`, `unsupported_content_type` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8931,7 +9908,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "invalid_json" | "request_too_large" | "unsupported_content_type";
+                            code: "invalid_json" | "invalid_parameter" | "request_too_large" | "unsupported_content_type";
                         };
                     };
                 };
@@ -9004,6 +9981,22 @@ export interface operations {
                         error: {
                             /** @enum {string} */
                             code: "internal_error";
+                        };
+                    };
+                };
+            };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
                         };
                     };
                 };
@@ -9117,6 +10110,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                        };
+                    };
+                };
+            };
         };
     };
     listFaults: {
@@ -9135,6 +10144,20 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["FaultList"];
+                };
+            };
+            /** @description Bad request: `invalid_parameter` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_parameter";
+                        };
+                    };
                 };
             };
             /** @description No valid API key: `invalid_api_key`, `missing_api_key` */
@@ -9195,6 +10218,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                        };
+                    };
+                };
+            };
         };
     };
     createFault: {
@@ -9219,7 +10258,7 @@ export interface operations {
                     "application/json": components["schemas"]["Fault"];
                 };
             };
-            /** @description Bad request: `invalid_json`, `request_too_large`, `unsupported_content_type` */
+            /** @description Bad request: `invalid_json`, `invalid_parameter`, `request_too_large`, `unsupported_content_type` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -9228,7 +10267,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "invalid_json" | "request_too_large" | "unsupported_content_type";
+                            code: "invalid_json" | "invalid_parameter" | "request_too_large" | "unsupported_content_type";
                         };
                     };
                 };
@@ -9305,6 +10344,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                        };
+                    };
+                };
+            };
             /** @description Insufficient storage: `insufficient_storage` */
             507: {
                 headers: {
@@ -9339,6 +10394,20 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         deleted: true;
+                    };
+                };
+            };
+            /** @description Bad request: `invalid_parameter` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_parameter";
+                        };
                     };
                 };
             };
@@ -9400,6 +10469,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                        };
+                    };
+                };
+            };
             /** @description Insufficient storage: `insufficient_storage` */
             507: {
                 headers: {
@@ -9437,6 +10522,20 @@ export interface operations {
                         id: string;
                         /** @enum {boolean} */
                         deleted: true;
+                    };
+                };
+            };
+            /** @description Bad request: `invalid_parameter` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_parameter";
+                        };
                     };
                 };
             };
@@ -9508,6 +10607,22 @@ export interface operations {
                         error: {
                             /** @enum {string} */
                             code: "internal_error";
+                        };
+                    };
+                };
+            };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
                         };
                     };
                 };
@@ -9621,6 +10736,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                        };
+                    };
+                };
+            };
         };
     };
     streamRequests: {
@@ -9639,6 +10770,20 @@ export interface operations {
                 };
                 content: {
                     "text/event-stream": string;
+                };
+            };
+            /** @description Bad request: `invalid_parameter` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_parameter";
+                        };
+                    };
                 };
             };
             /** @description No valid API key: `invalid_api_key`, `missing_api_key` */
@@ -9695,6 +10840,22 @@ export interface operations {
                         error: {
                             /** @enum {string} */
                             code: "internal_error";
+                        };
+                    };
+                };
+            };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
                         };
                     };
                 };
@@ -9795,6 +10956,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                        };
+                    };
+                };
+            };
         };
     };
     getOpenApiDocument: {
@@ -9843,6 +11020,22 @@ export interface operations {
                         error: {
                             /** @enum {string} */
                             code: "internal_error";
+                        };
+                    };
+                };
+            };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
                         };
                     };
                 };

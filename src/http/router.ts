@@ -76,8 +76,12 @@ export const ErrorCodes = {
   write: ['insufficient_storage'],
 } as const satisfies Record<string, readonly ErrorCode[]>;
 
-/** Codes every authenticated `/v1` route can answer, whatever it does (503: the database, or a fault rule). */
+/**
+ * Codes every authenticated `/v1` route can answer, whatever it does (400: a NUL character in the path
+ * or query; 503: the database, or a fault rule).
+ */
 const API_CODES = [
+  'invalid_parameter',
   'missing_api_key',
   'invalid_api_key',
   'insufficient_scope',
@@ -88,8 +92,12 @@ const API_CODES = [
   'service_unavailable',
 ] as const satisfies readonly ErrorCode[];
 
-/** Codes every `/_sandbox` control that takes a key can answer: no rate limits, no faults there. */
+/**
+ * Codes every `/_sandbox` control that takes a key can answer: no rate limits, no faults there (400: a
+ * NUL character in the path or query).
+ */
 const CONTROL_CODES = [
+  'invalid_parameter',
   'missing_api_key',
   'invalid_api_key',
   'insufficient_scope',
