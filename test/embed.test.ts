@@ -82,7 +82,7 @@ describe('startSandbox()', () => {
     expect(sandbox.accountId).not.toBe(DEFAULT_ACCOUNT.id);
 
     const health = await fetch(`${sandbox.origin}/healthz`);
-    expect(await health.json()).toEqual({ status: 'ok' });
+    expect(await health.json()).toEqual({ status: 'ok', database: 'sqlite' });
     const account = await api(sandbox.apiKey, 'GET', '/_sandbox/account');
     expect(account.json).toMatchObject({ id: sandbox.accountId, plan: 'growth' });
     const keys = await api(sandbox.apiKey, 'GET', '/_sandbox/keys');
@@ -337,7 +337,7 @@ describe('startSandbox(options)', () => {
           .on('error', reject)
           .end();
       });
-      expect(JSON.parse(body)).toEqual({ status: 'ok' });
+      expect(JSON.parse(body)).toEqual({ status: 'ok', database: 'sqlite' });
     } finally {
       await sandbox.stop();
     }
@@ -377,7 +377,7 @@ describe('startSandbox(options)', () => {
     );
     await expect(startSandbox({ logLevel: 'loud' as never })).rejects.toThrow(/invalid logLevel "loud"/);
     await expect(startSandbox({ clockSped: 2 } as never)).rejects.toThrow(
-      /unknown option 'clockSped'\. Known: dataDir, seed, clockSpeed/,
+      /unknown option 'clockSped'\. Known: dataDir, database, seed, clockSpeed/,
     );
     await expect(startSandbox('fast' as never)).rejects.toThrow(TypeError);
     // The plan is the account's, refused by the route that creates it; the server does not stay up.
