@@ -166,7 +166,7 @@ export async function createSandbox(parts: SandboxParts) {
   app.openapi(HEALTH_ROUTE, async (c) =>
     (await database.ping(HEALTH_TIMEOUT_MS))
       ? c.json({ status: 'ok' as const, database: database.engine }, 200)
-      : c.json({ status: 'unavailable' as const, database: database.engine }, 503),
+      : c.json({ status: 'unavailable' as const, database: database.engine }, 503, { 'Retry-After': '5' }),
   );
 
   const auth = authenticate((key) => accounts.resolveKey(key));

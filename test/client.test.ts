@@ -18,6 +18,7 @@ import {
 } from '../src/client/index.js';
 import { testConfig } from '../src/config/index.js';
 import { type RunningSandbox, startServer } from '../src/server.js';
+import { TEST_ENGINE } from './databases.js';
 import { PARCEL, US_DESTINATION, US_ORIGIN } from './helpers.js';
 import { type ReceivedRequest, type Receiver, startReceiver } from './receiver.js';
 
@@ -163,7 +164,7 @@ describe('the typed client, against a real server', () => {
       expect(delivered.data).toMatchObject({ status: 'delivered', carrier: shipment.carrier });
     }
     const health = await controls.GET('/healthz');
-    expect(health.data).toEqual({ status: 'ok' });
+    expect(health.data).toEqual({ status: 'ok', database: TEST_ENGINE });
   });
 
   it('keeps the API and the controls apart in their types', () => {

@@ -2152,6 +2152,8 @@ export interface operations {
             /** @description The sandbox cannot reach its database (PostgreSQL): load balancers take it out of rotation */
             503: {
                 headers: {
+                    /** @description Seconds before asking again */
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {

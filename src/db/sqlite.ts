@@ -4,6 +4,9 @@ import type { Params, SandboxDatabase, Sql } from './sql.js';
 
 type Statement = Database.Statement<unknown[], unknown>;
 
+/** No transaction of the sandbox holds SQLite's connection anywhere near this long. */
+const STUCK_MS = 10_000;
+
 /**
  * `Sql` over one better-sqlite3 connection. SQLite itself is synchronous: a statement runs within the
  * call and its result is handed over through an already resolved promise. What needs care is the
@@ -83,13 +86,33 @@ export class SqliteSql implements Sql {
     });
   }
 
-  /** Takes the connection: undefined when it was free, else a promise of its turn. */
+  /**
+   * Takes the connection: undefined when it was free, else a promise of its turn. A turn that does not
+   * come within STUCK_MS is a statement sent to the database from inside a transaction instead of
+   * through its `tx`, waiting for the transaction that waits for it: said, rather than hung.
+   */
   private acquire(): Promise<void> | undefined {
     if (!this.held) {
       this.held = true;
       return undefined;
     }
-    return new Promise((resolve) => this.waiting.push(resolve));
+    return new Promise((resolve, reject) => {
+      const turn = () => {
+        clearTimeout(stuck);
+        resolve();
+      };
+      const stuck = setTimeout(() => {
+        const index = this.waiting.indexOf(turn);
+        if (index !== -1) this.waiting.splice(index, 1);
+        reject(
+          new Error(
+            `waited ${STUCK_MS / 1000} s for the SQLite connection: a statement inside a transaction not sent through its tx?`,
+          ),
+        );
+      }, STUCK_MS);
+      stuck.unref();
+      this.waiting.push(turn);
+    });
   }
 
   private release(): void {

@@ -20,6 +20,14 @@ export interface DocumentOptions {
 
 const SERVICE_TAG = 'Service';
 
+const RETRY_AFTER = {
+  'Retry-After': {
+    description: 'Seconds before asking again',
+    required: true,
+    schema: { type: 'integer' as const, minimum: 0 },
+  },
+};
+
 /** `GET /healthz`: up or not, without a key. */
 export const HEALTH_ROUTE = createRoute({
   method: 'get',
@@ -42,12 +50,15 @@ export const HEALTH_ROUTE = createRoute({
         .openapi('Health'),
       'The sandbox is up',
     ),
-    503: jsonResponse(
-      z
-        .object({ status: z.literal('unavailable'), database: z.enum(['sqlite', 'postgres']) })
-        .openapi('Unhealthy'),
-      'The sandbox cannot reach its database (PostgreSQL): load balancers take it out of rotation',
-    ),
+    503: {
+      ...jsonResponse(
+        z
+          .object({ status: z.literal('unavailable'), database: z.enum(['sqlite', 'postgres']) })
+          .openapi('Unhealthy'),
+        'The sandbox cannot reach its database (PostgreSQL): load balancers take it out of rotation',
+      ),
+      headers: RETRY_AFTER,
+    },
   },
 });
 
