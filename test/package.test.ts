@@ -604,7 +604,7 @@ void main();
     try {
       const origin = await originOf(server);
       const health = await fetch(`${origin}/healthz`);
-      expect(await health.json()).toEqual({ status: 'ok' });
+      expect(await health.json()).toEqual({ status: 'ok', database: 'sqlite' });
     } finally {
       const exited = new Promise((done) => server.once('exit', done));
       server.kill('SIGTERM');
