@@ -3092,7 +3092,7 @@ export interface operations {
                     "application/json": components["schemas"]["AdvancedClock"];
                 };
             };
-            /** @description Bad request: `invalid_json`, `invalid_parameter`, `request_too_large`, `unsupported_content_type` */
+            /** @description Bad request: `invalid_json`, `request_too_large`, `unsupported_content_type` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3101,7 +3101,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "invalid_json" | "invalid_parameter" | "request_too_large" | "unsupported_content_type";
+                            code: "invalid_json" | "request_too_large" | "unsupported_content_type";
                         };
                     };
                 };
