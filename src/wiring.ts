@@ -197,7 +197,8 @@ export function createSandbox(parts: SandboxParts) {
         'events, faults), `/cdn` serves pre-signed label URLs. Every error is `{"error": {"code", "message", ' +
         '"field"?}}`; each response names the codes it can carry. A request refused before it reaches a ' +
         "route (by Node's HTTP parser) gets `400 invalid_request`, `408 request_timeout`, " +
-        '`417 expectation_failed` or `431 headers_too_large`.',
+        '`417 expectation_failed` or `431 headers_too_large`; plain HTTP sent to the HTTPS port gets ' +
+        '`400 https_port_needs_tls`.',
     },
     tags: [
       { name: 'Shipments', description: 'Create, rate, list and cancel shipments' },

@@ -254,6 +254,21 @@ export const SETTINGS = {
       .max(1_000_000, 'must be at most 1000000')
       .default(1000),
   },
+  maxConnectionsPerClient: {
+    flag: 'max-connections-per-client',
+    env: 'SANDBOX_MAX_CONNECTIONS_PER_CLIENT',
+    kind: 'string',
+    placeholder: 'number',
+    defaultText: '100',
+    description:
+      'open connections one client address may hold at once, over both ports; more are closed as they arrive (behind a proxy every client is the proxy)',
+    schema: z.coerce
+      .number({ message: 'must be a number' })
+      .int('must be a whole number')
+      .min(1, 'must be at least 1')
+      .max(1_000_000, 'must be at most 1000000')
+      .default(100),
+  },
   portFile: {
     flag: 'port-file',
     env: 'SANDBOX_PORT_FILE',

@@ -13,6 +13,10 @@ export const ERROR_CODES = {
     status: 400,
     when: "Node's HTTP parser refused the request (its request line or a header)",
   },
+  https_port_needs_tls: {
+    status: 400,
+    when: 'plain HTTP sent to the HTTPS port (the connection is closed after this answer)',
+  },
   invalid_json: { status: 400, when: 'the body is not valid JSON, or not a JSON object' },
   unsupported_content_type: { status: 400, when: 'a body sent without `Content-Type: application/json`' },
   invalid_parameter: { status: 400, when: 'a bad query or path parameter; `field` names it' },
