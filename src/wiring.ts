@@ -4,7 +4,7 @@ import { methodNotAllowed } from 'hono/method-not-allowed';
 import type { Logger } from 'pino';
 import { accountsModule } from './accounts/module.js';
 import { clockModule } from './clock/module.js';
-import { type Config, webhookTargetsOf } from './config/index.js';
+import { type Config, offersDefaultAccount, webhookTargetsOf } from './config/index.js';
 import { dashboardModule } from './dashboard/module.js';
 import { type Db, transaction } from './db/database.js';
 import { migrateSqlite, type OwnedTables, SETTINGS } from './db/migrations.js';
@@ -64,6 +64,7 @@ function sandboxModules({
       retryLadder: config.webhookRetries,
       enforceRateLimits: !config.noRateLimits,
       adminToken: config.adminToken,
+      offersDefaultAccount: offersDefaultAccount(config),
     }),
     clockModule({ initialSpeed: config.clockSpeed }),
     eventsModule({ envelope: WebhookEventSchema }),
@@ -144,7 +145,7 @@ export function createSandbox(parts: SandboxParts) {
   }
 
   const accounts = ports.accounts.service;
-  accounts.seedDefaultAccount();
+  if (offersDefaultAccount(config)) accounts.seedDefaultAccount();
 
   const app = new OpenAPIHono<AppEnv>();
   app.onError(errorHandler(logger));

@@ -1,4 +1,5 @@
 import { MAX_RETRIES, RETRY_DELAY_RULE, retryDelayMillis } from '../core/duration.js';
+import { isLoopbackHost } from '../core/hosts.js';
 import { z } from '../core/zod.js';
 import { booleanText, durationText, hostNames, LOG_LEVELS, port } from './values.js';
 
@@ -333,6 +334,19 @@ export type Config = { [K in keyof Settings]: z.output<Settings[K]['schema']> };
  */
 export function webhookTargetsOf(config: Pick<Config, 'webhookTargets' | 'host'>): 'local' | 'public' {
   if (config.webhookTargets) return config.webhookTargets;
-  const host = config.host.replace(/^\[|\]$/g, '');
-  return host === 'localhost' || host === '::1' || /^127\./.test(host) ? 'local' : 'public';
+  return listensOnLoopback(config) ? 'local' : 'public';
+}
+
+/** Whether the sandbox listens on a loopback address only: a developer's machine, not a shared host. */
+export function listensOnLoopback(config: Pick<Config, 'host'>): boolean {
+  return isLoopbackHost(config.host);
+}
+
+/**
+ * Whether the sandbox has the default account, whose key is published (fixtures/, the README): only on
+ * a developer's machine, listening on loopback without an admin token. Anywhere else that key would let
+ * anyone who reaches the port into an account.
+ */
+export function offersDefaultAccount(config: Pick<Config, 'host' | 'adminToken'>): boolean {
+  return listensOnLoopback(config) && config.adminToken === undefined;
 }
