@@ -171,3 +171,96 @@ describe('the default account and its published key', () => {
     }
   });
 });
+
+describe("an account's plan and rate limiting, on a sandbox with an admin token", () => {
+  async function withAccount(overrides: Partial<Config>) {
+    const server = await serve(overrides);
+    const created = await call(server, 'POST', '/_sandbox/accounts', {
+      body: { plan: 'starter' },
+      headers: overrides.adminToken ? { authorization: `Bearer ${overrides.adminToken}` } : {},
+    });
+    expect(created.status).toBe(201);
+    return { server, key: created.json.api_key as string };
+  }
+  const settings = (
+    server: RunningServer,
+    key: string,
+    body: unknown,
+    headers: Record<string, string> = {},
+  ) => call(server, 'POST', '/_sandbox/account', { key, body, headers });
+
+  it('change only with X-Sandbox-Admin-Token beside the key', async () => {
+    const { server, key } = await withAccount({ adminToken: ADMIN_TOKEN });
+    try {
+      for (const [body, field] of [
+        [{ plan: 'enterprise' }, 'plan'],
+        [{ rate_limits: false }, 'rate_limits'],
+        [{ plan: 'growth', rate_limits: false }, undefined],
+        // With another setting beside it, nothing of the request is applied.
+        [{ plan: 'enterprise', default_scenario: 'express' }, 'plan'],
+      ] as const) {
+        const refused = await settings(server, key, body);
+        expect(refused.status).toBe(403);
+        expect(refused.json.error.code).toBe('admin_token_required');
+        expect(refused.json.error.field).toBe(field);
+        expect(refused.json.error.message).toContain('X-Sandbox-Admin-Token');
+      }
+      const wrong = await settings(
+        server,
+        key,
+        { plan: 'enterprise' },
+        { 'x-sandbox-admin-token': 'not-the-token!!' },
+      );
+      expect([wrong.status, wrong.json.error.code]).toEqual([403, 'admin_token_required']);
+      // The token alone is no key: the account's key is still needed.
+      const tokenOnly = await call(server, 'POST', '/_sandbox/account', {
+        body: { plan: 'enterprise' },
+        headers: { 'x-sandbox-admin-token': ADMIN_TOKEN },
+      });
+      expect(tokenOnly.status).toBe(401);
+
+      let account = await call(server, 'GET', '/_sandbox/account', { key });
+      expect([account.json.plan, account.json.rate_limits, account.json.default_scenario]).toEqual([
+        'starter',
+        true,
+        'standard',
+      ]);
+      // Its limits still bite: the starter plan's headers.
+      const limited = await fetch(`${server.origin}/v1/shipments`, {
+        headers: { authorization: `Bearer ${key}` },
+      });
+      expect(limited.headers.get('x-ratelimit-limit')).not.toBeNull();
+
+      // The same values again, and the other settings, are the account's own.
+      expect((await settings(server, key, { plan: 'starter', rate_limits: true })).status).toBe(200);
+      expect((await settings(server, key, { default_scenario: 'express' })).status).toBe(200);
+
+      const granted = await settings(
+        server,
+        key,
+        { plan: 'enterprise', rate_limits: false },
+        { 'X-Sandbox-Admin-Token': ADMIN_TOKEN },
+      );
+      expect(granted.status).toBe(200);
+      account = await call(server, 'GET', '/_sandbox/account', { key });
+      expect([account.json.plan, account.json.rate_limits, account.json.default_scenario]).toEqual([
+        'enterprise',
+        false,
+        'express',
+      ]);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('change with the key alone on a sandbox without one', async () => {
+    const { server, key } = await withAccount({});
+    try {
+      const changed = await settings(server, key, { plan: 'enterprise', rate_limits: false });
+      expect(changed.status).toBe(200);
+      expect([changed.json.plan, changed.json.rate_limits]).toEqual(['enterprise', false]);
+    } finally {
+      await server.close();
+    }
+  });
+});

@@ -47,7 +47,11 @@ export function accountsModule(settings: {
       provide('accounts', { service, store, rateLimiter });
       return {
         openControls: accountCreationRoutes(service, settings.adminToken),
-        controls: accountControlRoutes(service, (accountId) => ports.sandbox.resetAccount(accountId)),
+        controls: accountControlRoutes(
+          service,
+          (accountId) => ports.sandbox.resetAccount(accountId),
+          settings.adminToken,
+        ),
         reset(accountId) {
           rateLimiter.forget([
             accountCountPrefix(accountId),

@@ -5,6 +5,7 @@ import { RETRY_DELAY_RULE, retryDelayMillis } from '../core/duration.js';
 import { ApiError, invalidField, notFound } from '../core/errors.js';
 import { newId } from '../core/ids.js';
 import { formatTimestamp } from '../core/time.js';
+import { refuseChangesNeedingAdmin } from './admin-settings.js';
 import { DEFAULT_ACCOUNT, refusePublishedKey } from './default-account.js';
 import { KeyUsage } from './key-usage.js';
 import { keyShape, newKeyValue } from './keys.js';
@@ -193,8 +194,10 @@ export class AccountService {
     return this.store.find(accountId)?.webhookRetrySchedule ?? this.options.serverRetryLadder;
   }
 
-  updateSettings(accountId: string, change: AccountSettingsInput): Account {
+  /** `admin`: the request carries the server's admin token, or the server has none. */
+  updateSettings(accountId: string, change: AccountSettingsInput, { admin }: { admin: boolean }): Account {
     const account = this.get(accountId);
+    if (!admin) refuseChangesNeedingAdmin(account, change);
     if (change.default_scenario !== undefined)
       this.options.checkScenario(change.default_scenario, 'default_scenario');
     const ladder = change.webhook_retry_schedule;

@@ -51,7 +51,10 @@ export interface paths {
         /** The account of the calling key */
         get: operations["getAccount"];
         put?: never;
-        /** Change the account's plan, default scenario, webhook retries or rate limiting */
+        /**
+         * Change the account's plan, default scenario, webhook retries or rate limiting
+         * @description On a sandbox with `--admin-token`, changing `plan` or `rate_limits` also needs that token in `X-Sandbox-Admin-Token` (`403 admin_token_required` without it, or with a wrong one); the other settings don't.
+         */
         post: operations["updateAccount"];
         delete?: never;
         options?: never;
@@ -1380,6 +1383,7 @@ export interface components {
          *     - `missing_api_key` (401): no `Authorization: Bearer` header
          *     - `invalid_api_key` (401): an unknown, malformed or revoked key, or a live key
          *     - `insufficient_scope` (403): the key lacks a scope this request needs; the message names it
+         *     - `admin_token_required` (403): changing an account's plan or rate limiting on a sandbox with an admin token, without it (`X-Sandbox-Admin-Token`)
          *     - `https_required` (403): plain HTTP to `/v1` while the sandbox runs with `--strict-https`
          *     - `url_expired` (403): a pre-signed label URL past its expiry
          *     - `invalid_signature` (403): a pre-signed label URL that was altered
@@ -1411,7 +1415,7 @@ export interface components {
          * @example invalid_address
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "https_port_needs_tls" | "invalid_json" | "unsupported_content_type" | "invalid_parameter" | "request_too_large" | "missing_api_key" | "invalid_api_key" | "insufficient_scope" | "https_required" | "url_expired" | "invalid_signature" | "not_found" | "route_not_found" | "method_not_allowed" | "request_timeout" | "expectation_failed" | "missing_field" | "invalid_field" | "invalid_address" | "invalid_carrier" | "invalid_service" | "shipment_not_cancellable" | "label_already_exists" | "shipment_cancelled" | "label_already_voided" | "void_window_expired" | "label_already_scanned" | "no_active_label" | "invalid_transition" | "webhook_deleted" | "rate_limit_exceeded" | "headers_too_large" | "internal_error" | "service_unavailable" | "insufficient_storage" | "fault_injected";
+        ErrorCode: "invalid_request" | "https_port_needs_tls" | "invalid_json" | "unsupported_content_type" | "invalid_parameter" | "request_too_large" | "missing_api_key" | "invalid_api_key" | "insufficient_scope" | "admin_token_required" | "https_required" | "url_expired" | "invalid_signature" | "not_found" | "route_not_found" | "method_not_allowed" | "request_timeout" | "expectation_failed" | "missing_field" | "invalid_field" | "invalid_address" | "invalid_carrier" | "invalid_service" | "shipment_not_cancellable" | "label_already_exists" | "shipment_cancelled" | "label_already_voided" | "void_window_expired" | "label_already_scanned" | "no_active_label" | "invalid_transition" | "webhook_deleted" | "rate_limit_exceeded" | "headers_too_large" | "internal_error" | "service_unavailable" | "insufficient_storage" | "fault_injected";
         Health: {
             /** @enum {string} */
             status: "ok";
@@ -2332,7 +2336,10 @@ export interface operations {
     updateAccount: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The sandbox's admin token, beside the account's key: needed to change `plan` or `rate_limits` when the sandbox runs with `--admin-token` */
+                "x-sandbox-admin-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2379,7 +2386,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `admin_token_required`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2388,7 +2395,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "admin_token_required" | "insufficient_scope";
                         };
                     };
                 };

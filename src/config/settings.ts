@@ -164,7 +164,8 @@ export const SETTINGS = {
     kind: 'string',
     placeholder: 'token',
     defaultText: 'none',
-    description: 'require Authorization: Bearer <token> to create accounts (for shared deployments)',
+    description:
+      "require Authorization: Bearer <token> to create accounts, and X-Sandbox-Admin-Token: <token> to change an account's plan or rate limiting (for shared deployments; no default account then)",
     schema: z.string().min(8, 'must be at least 8 characters').optional(),
   },
   allowHttpWebhooks: {

@@ -24,6 +24,10 @@ export const ERROR_CODES = {
   missing_api_key: { status: 401, when: 'no `Authorization: Bearer` header' },
   invalid_api_key: { status: 401, when: 'an unknown, malformed or revoked key, or a live key' },
   insufficient_scope: { status: 403, when: 'the key lacks a scope this request needs; the message names it' },
+  admin_token_required: {
+    status: 403,
+    when: "changing an account's plan or rate limiting on a sandbox with an admin token, without it (`X-Sandbox-Admin-Token`)",
+  },
   https_required: { status: 403, when: 'plain HTTP to `/v1` while the sandbox runs with `--strict-https`' },
   url_expired: { status: 403, when: 'a pre-signed label URL past its expiry' },
   invalid_signature: { status: 403, when: 'a pre-signed label URL that was altered' },
