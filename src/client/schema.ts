@@ -1384,6 +1384,8 @@ export interface components {
          *     - `invalid_api_key` (401): an unknown, malformed or revoked key, or a live key
          *     - `insufficient_scope` (403): the key lacks a scope this request needs; the message names it
          *     - `admin_token_required` (403): changing an account's plan or rate limiting on a sandbox with an admin token, without it (`X-Sandbox-Admin-Token`)
+         *     - `host_not_allowed` (403): a sandbox on a loopback address got a request for another host name (`--allowed-host` adds names)
+         *     - `cross_site_request` (403): a browser marked the request `Sec-Fetch-Site: cross-site` (a page of another site made it)
          *     - `https_required` (403): plain HTTP to `/v1` while the sandbox runs with `--strict-https`
          *     - `url_expired` (403): a pre-signed label URL past its expiry
          *     - `invalid_signature` (403): a pre-signed label URL that was altered
@@ -1415,7 +1417,7 @@ export interface components {
          * @example invalid_address
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "https_port_needs_tls" | "invalid_json" | "unsupported_content_type" | "invalid_parameter" | "request_too_large" | "missing_api_key" | "invalid_api_key" | "insufficient_scope" | "admin_token_required" | "https_required" | "url_expired" | "invalid_signature" | "not_found" | "route_not_found" | "method_not_allowed" | "request_timeout" | "expectation_failed" | "missing_field" | "invalid_field" | "invalid_address" | "invalid_carrier" | "invalid_service" | "shipment_not_cancellable" | "label_already_exists" | "shipment_cancelled" | "label_already_voided" | "void_window_expired" | "label_already_scanned" | "no_active_label" | "invalid_transition" | "webhook_deleted" | "rate_limit_exceeded" | "headers_too_large" | "internal_error" | "service_unavailable" | "insufficient_storage" | "fault_injected";
+        ErrorCode: "invalid_request" | "https_port_needs_tls" | "invalid_json" | "unsupported_content_type" | "invalid_parameter" | "request_too_large" | "missing_api_key" | "invalid_api_key" | "insufficient_scope" | "admin_token_required" | "host_not_allowed" | "cross_site_request" | "https_required" | "url_expired" | "invalid_signature" | "not_found" | "route_not_found" | "method_not_allowed" | "request_timeout" | "expectation_failed" | "missing_field" | "invalid_field" | "invalid_address" | "invalid_carrier" | "invalid_service" | "shipment_not_cancellable" | "label_already_exists" | "shipment_cancelled" | "label_already_voided" | "void_window_expired" | "label_already_scanned" | "no_active_label" | "invalid_transition" | "webhook_deleted" | "rate_limit_exceeded" | "headers_too_large" | "internal_error" | "service_unavailable" | "insufficient_storage" | "fault_injected";
         Health: {
             /** @enum {string} */
             status: "ok";
@@ -2113,6 +2115,20 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "cross_site_request" | "host_not_allowed";
+                        };
+                    };
+                };
+            };
             /** @description Method not allowed: `method_not_allowed` */
             405: {
                 headers: {
@@ -2191,6 +2207,20 @@ export interface operations {
                         error: {
                             /** @enum {string} */
                             code: "invalid_api_key" | "missing_api_key";
+                        };
+                    };
+                };
+            };
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "cross_site_request" | "host_not_allowed";
                         };
                     };
                 };
@@ -2287,7 +2317,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2296,7 +2326,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -2386,7 +2416,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `admin_token_required`, `insufficient_scope` */
+            /** @description Forbidden: `admin_token_required`, `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2395,7 +2425,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "admin_token_required" | "insufficient_scope";
+                            code: "admin_token_required" | "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -2492,7 +2522,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2501,7 +2531,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -2588,7 +2618,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2597,7 +2627,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -2696,7 +2726,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2705,7 +2735,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -2816,7 +2846,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2825,7 +2855,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -2908,7 +2938,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2917,7 +2947,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -3004,7 +3034,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3013,7 +3043,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -3128,7 +3158,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3137,7 +3167,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -3251,7 +3281,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3260,7 +3290,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -3347,7 +3377,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3356,7 +3386,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -3443,7 +3473,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3452,7 +3482,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -3549,7 +3579,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3558,7 +3588,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -3651,7 +3681,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `https_required`, `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `https_required`, `insufficient_scope` */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3663,7 +3693,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "https_required" | "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "https_required" | "insufficient_scope";
                         };
                     };
                 };
@@ -3811,7 +3841,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3820,7 +3850,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -3930,7 +3960,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `https_required`, `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `https_required`, `insufficient_scope` */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3942,7 +3972,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "https_required" | "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "https_required" | "insufficient_scope";
                         };
                     };
                 };
@@ -4079,7 +4109,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `https_required`, `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `https_required`, `insufficient_scope` */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -4091,7 +4121,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "https_required" | "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "https_required" | "insufficient_scope";
                         };
                     };
                 };
@@ -4243,7 +4273,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `https_required`, `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `https_required`, `insufficient_scope` */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -4255,7 +4285,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "https_required" | "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "https_required" | "insufficient_scope";
                         };
                     };
                 };
@@ -4390,7 +4420,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `https_required`, `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `https_required`, `insufficient_scope` */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -4402,7 +4432,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "https_required" | "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "https_required" | "insufficient_scope";
                         };
                     };
                 };
@@ -4586,7 +4616,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4595,7 +4625,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -4682,7 +4712,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4691,7 +4721,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -4790,7 +4820,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4799,7 +4829,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -4934,7 +4964,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `https_required`, `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `https_required`, `insufficient_scope` */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -4946,7 +4976,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "https_required" | "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "https_required" | "insufficient_scope";
                         };
                     };
                 };
@@ -5115,7 +5145,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `https_required`, `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `https_required`, `insufficient_scope` */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -5127,7 +5157,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "https_required" | "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "https_required" | "insufficient_scope";
                         };
                     };
                 };
@@ -5262,7 +5292,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `https_required`, `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `https_required`, `insufficient_scope` */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -5274,7 +5304,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "https_required" | "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "https_required" | "insufficient_scope";
                         };
                     };
                 };
@@ -5445,7 +5475,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `https_required`, `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `https_required`, `insufficient_scope` */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -5457,7 +5487,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "https_required" | "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "https_required" | "insufficient_scope";
                         };
                     };
                 };
@@ -5589,7 +5619,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5598,7 +5628,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -5699,7 +5729,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5708,7 +5738,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -5821,7 +5851,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5830,7 +5860,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -5915,7 +5945,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5924,7 +5954,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -6039,7 +6069,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6048,7 +6078,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -6102,7 +6132,7 @@ export interface operations {
     downloadLabelBySignedUrl: {
         parameters: {
             query?: {
-                /** @description when the URL expires, in Unix seconds */
+                /** @description when the URL expires, in Unix seconds, as `label_url` writes it (digits only, no leading zero): any other spelling is `403 invalid_signature` */
                 expires?: number;
                 /** @description hex HMAC of the URL */
                 signature?: string;
@@ -6140,7 +6170,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `invalid_signature`, `url_expired` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `invalid_signature`, `url_expired` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6149,7 +6179,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "invalid_signature" | "url_expired";
+                            code: "cross_site_request" | "host_not_allowed" | "invalid_signature" | "url_expired";
                         };
                     };
                 };
@@ -6237,7 +6267,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `https_required`, `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `https_required`, `insufficient_scope` */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -6249,7 +6279,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "https_required" | "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "https_required" | "insufficient_scope";
                         };
                     };
                 };
@@ -6399,7 +6429,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6408,7 +6438,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -6539,7 +6569,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6548,7 +6578,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -6679,7 +6709,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6688,7 +6718,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -6819,7 +6849,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6828,7 +6858,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -6959,7 +6989,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6968,7 +6998,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -7099,7 +7129,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7108,7 +7138,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -7221,7 +7251,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7230,7 +7260,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -7330,7 +7360,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `https_required`, `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `https_required`, `insufficient_scope` */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -7342,7 +7372,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "https_required" | "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "https_required" | "insufficient_scope";
                         };
                     };
                 };
@@ -7479,7 +7509,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `https_required`, `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `https_required`, `insufficient_scope` */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -7491,7 +7521,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "https_required" | "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "https_required" | "insufficient_scope";
                         };
                     };
                 };
@@ -7643,7 +7673,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `https_required`, `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `https_required`, `insufficient_scope` */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -7655,7 +7685,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "https_required" | "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "https_required" | "insufficient_scope";
                         };
                     };
                 };
@@ -7790,7 +7820,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `https_required`, `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `https_required`, `insufficient_scope` */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -7802,7 +7832,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "https_required" | "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "https_required" | "insufficient_scope";
                         };
                     };
                 };
@@ -7975,7 +8005,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `https_required`, `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `https_required`, `insufficient_scope` */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -7987,7 +8017,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "https_required" | "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "https_required" | "insufficient_scope";
                         };
                     };
                 };
@@ -8151,7 +8181,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8160,7 +8190,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -8247,7 +8277,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8256,7 +8286,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -8355,7 +8385,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8364,7 +8394,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -8481,7 +8511,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8490,7 +8520,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -8620,7 +8650,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8629,7 +8659,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -8714,7 +8744,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8723,7 +8753,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -8822,7 +8852,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8831,7 +8861,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -8958,7 +8988,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8967,7 +8997,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -9081,7 +9111,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9090,7 +9120,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -9159,7 +9189,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9168,7 +9198,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -9255,7 +9285,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9264,7 +9294,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -9364,7 +9394,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9373,7 +9403,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -9462,7 +9492,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9471,7 +9501,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -9585,7 +9615,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9594,7 +9624,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -9663,7 +9693,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9672,7 +9702,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -9759,7 +9789,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9768,7 +9798,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -9822,6 +9852,20 @@ export interface operations {
                 content: {
                     "application/json": {
                         [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "cross_site_request" | "host_not_allowed";
+                        };
                     };
                 };
             };

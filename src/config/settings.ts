@@ -230,6 +230,16 @@ export const SETTINGS = {
     description: 'a host name or address webhooks may deliver to whatever the policy says (repeatable)',
     schema: hostNames({ brackets: true }),
   },
+  allowedHosts: {
+    flag: 'allowed-host',
+    env: 'SANDBOX_ALLOWED_HOSTS',
+    kind: 'list',
+    placeholder: 'host',
+    defaultText: 'none',
+    description:
+      'on a loopback --host, a name requests may use besides localhost, 127.0.0.1 and ::1 (others get 403 host_not_allowed); repeatable',
+    schema: hostNames({ brackets: true }),
+  },
   shutdownTimeoutMs: {
     flag: 'shutdown-timeout',
     env: 'SANDBOX_SHUTDOWN_TIMEOUT',

@@ -28,6 +28,14 @@ export const ERROR_CODES = {
     status: 403,
     when: "changing an account's plan or rate limiting on a sandbox with an admin token, without it (`X-Sandbox-Admin-Token`)",
   },
+  host_not_allowed: {
+    status: 403,
+    when: 'a sandbox on a loopback address got a request for another host name (`--allowed-host` adds names)',
+  },
+  cross_site_request: {
+    status: 403,
+    when: 'a browser marked the request `Sec-Fetch-Site: cross-site` (a page of another site made it)',
+  },
   https_required: { status: 403, when: 'plain HTTP to `/v1` while the sandbox runs with `--strict-https`' },
   url_expired: { status: 403, when: 'a pre-signed label URL past its expiry' },
   invalid_signature: { status: 403, when: 'a pre-signed label URL that was altered' },
