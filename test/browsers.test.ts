@@ -78,6 +78,22 @@ async function newAccount(origin: string): Promise<string> {
   return created.json.api_key;
 }
 
+/** A new shipment's PNG label: its pre-signed URL. */
+async function pngLabelUrl(origin: string, key: string): Promise<string> {
+  const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+  const shipment = await call(origin, '/v1/shipments', {
+    method: 'POST',
+    headers,
+    body: JSON.stringify(shipmentRequest()),
+  });
+  const label = await call(origin, '/v1/labels', {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ shipment_id: shipment.json.id, format: 'png' }),
+  });
+  return label.json.label_url;
+}
+
 const servers: RunningSandbox[] = [];
 afterAll(async () => {
   await Promise.all(servers.map((server) => server.close()));
@@ -176,18 +192,7 @@ describe('requests a browser marks cross-site', () => {
   beforeAll(async () => {
     sandbox = await serve();
     key = await newAccount(sandbox.origin);
-    const auth = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
-    const shipment = await call(sandbox.origin, '/v1/shipments', {
-      method: 'POST',
-      headers: auth,
-      body: JSON.stringify(shipmentRequest()),
-    });
-    const label = await call(sandbox.origin, '/v1/labels', {
-      method: 'POST',
-      headers: auth,
-      body: JSON.stringify({ shipment_id: shipment.json.id, format: 'png' }),
-    });
-    const url = new URL(label.json.label_url);
+    const url = new URL(await pngLabelUrl(sandbox.origin, key));
     labelPath = `${url.pathname}${url.search}`;
   });
 
@@ -358,18 +363,7 @@ describe('in a real browser', { timeout: 60_000 }, () => {
   });
 
   it("lets another site's page make no account, but show a label image", async () => {
-    const key = await newAccount(sandbox.origin);
-    const auth = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
-    const shipment = await call(sandbox.origin, '/v1/shipments', {
-      method: 'POST',
-      headers: auth,
-      body: JSON.stringify(shipmentRequest()),
-    });
-    const label = await call(sandbox.origin, '/v1/labels', {
-      method: 'POST',
-      headers: auth,
-      body: JSON.stringify({ shipment_id: shipment.json.id, format: 'png' }),
-    });
+    const labelUrl = await pngLabelUrl(sandbox.origin, await newAccount(sandbox.origin));
     const count = () => sandbox.sandbox.db.prepare('SELECT count(*) FROM accounts').pluck().get();
     const before = count();
 
@@ -392,7 +386,7 @@ describe('in a real browser', { timeout: 60_000 }, () => {
           await image.decode();
           return { width: image.naturalWidth };
         },
-        { target: sandbox.origin, labelUrl: label.json.label_url as string },
+        { target: sandbox.origin, labelUrl },
       );
       expect(outcome.width).toBeGreaterThan(100);
       expect(count()).toBe(before);

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { connect as connectTcp, type Socket } from 'node:net';
-import { connect as connectTls } from 'node:tls';
+import { connect as connectTls, type TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { testConfig } from '../src/config/index.js';
 import { type RunningSandbox, startServer } from '../src/server.js';
@@ -40,6 +40,19 @@ function exchange(socket: Socket, request: string): Promise<string> {
 /** A TLS connection from `from`, over a socket of its own (`tls.connect` types no `localAddress`). */
 function openTls(origin: string, ca: Buffer, from?: string) {
   return connectTls({ socket: open(origin, from), ca, servername: 'localhost' });
+}
+
+/** Asks for /healthz once the TLS socket is up, and reads until the server closes the connection. */
+function healthOverTls(socket: TLSSocket): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let received = '';
+    socket.on('data', (chunk) => {
+      received += chunk;
+    });
+    socket.once('error', reject);
+    socket.once('close', () => resolve(received));
+    socket.once('secureConnect', () => socket.write(`${HEALTH.slice(0, -2)}Connection: close\r\n\r\n`));
+  });
 }
 
 /** A kept-alive connection that has had one answer: the server has surely counted it. */
@@ -105,16 +118,7 @@ describe('the cap on each client address (--max-connections-per-client)', () => 
         expect([answer.status, answer.json]).toEqual([200, { status: 'ok' }]);
       }
       const ca = readFileSync(sandbox.certificatePath);
-      const secure = await new Promise<string>((resolve, reject) => {
-        const socket = openTls(sandbox.httpsOrigin, ca, '127.0.0.5');
-        let received = '';
-        socket.on('data', (chunk) => {
-          received += chunk;
-        });
-        socket.once('error', reject);
-        socket.once('close', () => resolve(received));
-        socket.once('secureConnect', () => socket.write(`${HEALTH.slice(0, -2)}Connection: close\r\n\r\n`));
-      });
+      const secure = await healthOverTls(openTls(sandbox.httpsOrigin, ca, '127.0.0.5'));
       expect(parse(secure).status).toBe(200);
 
       // The flooding client's count is over both ports: its HTTPS connection is closed at once too.
@@ -172,17 +176,10 @@ describe('plain HTTP sent to the HTTPS port', () => {
   });
 
   it('serves TLS clients as before, beside them', async () => {
-    const raw = await new Promise<string>((resolve, reject) => {
-      const { port } = new URL(sandbox.httpsOrigin);
-      const socket = connectTls({ host: '127.0.0.1', port: Number(port), ca, servername: 'localhost' });
-      let received = '';
-      socket.on('data', (chunk) => {
-        received += chunk;
-      });
-      socket.once('error', reject);
-      socket.once('close', () => resolve(received));
-      socket.once('secureConnect', () => socket.write(`${HEALTH.slice(0, -2)}Connection: close\r\n\r\n`));
-    });
+    const { port } = new URL(sandbox.httpsOrigin);
+    const raw = await healthOverTls(
+      connectTls({ host: '127.0.0.1', port: Number(port), ca, servername: 'localhost' }),
+    );
     expect([parse(raw).status, parse(raw).json]).toEqual([200, { status: 'ok' }]);
   });
 

@@ -45,8 +45,8 @@ const TLS_HANDSHAKE_RECORD = 0x16;
 export interface ConnectionGate {
   /** The per-client cap; none counts nothing. */
   clients?: ConnectionsPerClient | undefined;
-  /** Called for each connection the cap refuses (after it is closed). */
-  onRefused(address: string | undefined): void;
+  /** Called for each connection the cap refuses (after it is closed), with the client's address. */
+  onRefused(address: string): void;
   /**
    * The HTTPS port: the server takes a connection only once its first bytes are a TLS handshake.
    * Anything else is handed to `onPlainText`, its bytes still to read, to be answered and closed; a
@@ -71,8 +71,10 @@ export function gateConnections(server: Server, gate: ConnectionGate): void {
   };
   server.on('connection', (socket: Socket) => {
     if (gate.clients && !gate.clients.admit(socket)) {
+      const address = clientAddress(socket);
       socket.destroy();
-      gate.onRefused(clientAddress(socket));
+      // No address: the client had already gone, which is nothing to warn of.
+      if (address !== undefined) gate.onRefused(address);
       return;
     }
     if (gate.tls) awaitTlsHandshake(socket, gate.tls, handOver);

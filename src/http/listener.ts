@@ -266,7 +266,7 @@ const seconds = (ms: number) => `${ms / 1000} s`;
 function refusedClientWarning(logger: Logger, maxConnectionsPerClient: number | undefined) {
   let refused = 0;
   let quietUntil = 0;
-  return (address: string | undefined) => {
+  return (address: string) => {
     refused += 1;
     const now = Date.now();
     if (now < quietUntil) return;
