@@ -12,7 +12,14 @@ import {
   removePortFile,
   writePortFile,
 } from './cli/ready.js';
-import { type CommandLine, ConfigError, helpText, parseCommandLine, SETTINGS } from './config/index.js';
+import {
+  type CommandLine,
+  ConfigError,
+  helpText,
+  offersDefaultAccount,
+  parseCommandLine,
+  SETTINGS,
+} from './config/index.js';
 import { SANDBOX_VERSION } from './core/version.js';
 import type { RunningSandbox } from './server.js';
 
@@ -99,7 +106,8 @@ async function serve(args: string[]): Promise<void> {
     certificatePath: sandbox.certificatePath,
     cdnUrl: sandbox.cdnUrl,
     location: sandbox.location,
-    apiKey: DEFAULT_ACCOUNT.api_key.value,
+    apiKey: offersDefaultAccount(config) ? DEFAULT_ACCOUNT.api_key.value : undefined,
+    adminToken: config.adminToken !== undefined,
     strictHttps: config.strictHttps,
     version,
   };

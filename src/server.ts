@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config/index.js';
 import { type DataDirectoryLock, lockDataDirectory } from './db/data-dir-lock.js';
 import { databaseLocation, openDatabase } from './db/database.js';
+import { ConnectionsPerClient } from './http/connections.js';
 import { httpsOriginHost, loadTlsMaterial } from './http/https.js';
 import { createListener, TRANSPORT_TIMEOUTS, type TransportLimits } from './http/listener.js';
 import { createLogger } from './logger.js';
@@ -111,6 +112,8 @@ async function startOwning(
     ...options.transport,
     maxConnections: config.maxConnections,
   };
+  // One count for both ports: a client's connections to either count against its cap.
+  const clients = new ConnectionsPerClient(config.maxConnectionsPerClient);
   const servers: Server[] = [];
   const listen = (
     tlsPair: { cert: string; key: string } | undefined,
@@ -124,6 +127,7 @@ async function startOwning(
         hostname: config.host,
         tls: tlsPair,
         limits,
+        clients,
         logger,
       });
       servers.push(server);

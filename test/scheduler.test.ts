@@ -32,6 +32,7 @@ function setup(location = ':memory:') {
     clockSpeed: 1,
     serverRetryLadder: [],
     serverEnforcesRateLimits: true,
+    offersDefaultAccount: true,
     checkScenario: () => {},
     realNow: () => T0,
     logger,

@@ -51,7 +51,10 @@ export interface paths {
         /** The account of the calling key */
         get: operations["getAccount"];
         put?: never;
-        /** Change the account's plan, default scenario, webhook retries or rate limiting */
+        /**
+         * Change the account's plan, default scenario, webhook retries or rate limiting
+         * @description On a sandbox with `--admin-token`, changing `plan` or `rate_limits` also needs that token in `X-Sandbox-Admin-Token` (`403 admin_token_required` without it, or with a wrong one); the other settings don't.
+         */
         post: operations["updateAccount"];
         delete?: never;
         options?: never;
@@ -1372,6 +1375,7 @@ export interface components {
          * @description Every code the sandbox answers with:
          *
          *     - `invalid_request` (400): Node's HTTP parser refused the request (its request line or a header)
+         *     - `https_port_needs_tls` (400): plain HTTP sent to the HTTPS port (the connection is closed after this answer)
          *     - `invalid_json` (400): the body is not valid JSON, or not a JSON object
          *     - `unsupported_content_type` (400): a body sent without `Content-Type: application/json`
          *     - `invalid_parameter` (400): a bad query or path parameter; `field` names it
@@ -1379,6 +1383,9 @@ export interface components {
          *     - `missing_api_key` (401): no `Authorization: Bearer` header
          *     - `invalid_api_key` (401): an unknown, malformed or revoked key, or a live key
          *     - `insufficient_scope` (403): the key lacks a scope this request needs; the message names it
+         *     - `admin_token_required` (403): changing an account's plan or rate limiting on a sandbox with an admin token, without it (`X-Sandbox-Admin-Token`)
+         *     - `host_not_allowed` (403): a sandbox on a loopback address got a request for another host name (`--allowed-host` adds names)
+         *     - `cross_site_request` (403): a browser marked the request `Sec-Fetch-Site: cross-site` (a page of another site made it)
          *     - `https_required` (403): plain HTTP to `/v1` while the sandbox runs with `--strict-https`
          *     - `url_expired` (403): a pre-signed label URL past its expiry
          *     - `invalid_signature` (403): a pre-signed label URL that was altered
@@ -1410,7 +1417,7 @@ export interface components {
          * @example invalid_address
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "invalid_json" | "unsupported_content_type" | "invalid_parameter" | "request_too_large" | "missing_api_key" | "invalid_api_key" | "insufficient_scope" | "https_required" | "url_expired" | "invalid_signature" | "not_found" | "route_not_found" | "method_not_allowed" | "request_timeout" | "expectation_failed" | "missing_field" | "invalid_field" | "invalid_address" | "invalid_carrier" | "invalid_service" | "shipment_not_cancellable" | "label_already_exists" | "shipment_cancelled" | "label_already_voided" | "void_window_expired" | "label_already_scanned" | "no_active_label" | "invalid_transition" | "webhook_deleted" | "rate_limit_exceeded" | "headers_too_large" | "internal_error" | "service_unavailable" | "insufficient_storage" | "fault_injected";
+        ErrorCode: "invalid_request" | "https_port_needs_tls" | "invalid_json" | "unsupported_content_type" | "invalid_parameter" | "request_too_large" | "missing_api_key" | "invalid_api_key" | "insufficient_scope" | "admin_token_required" | "host_not_allowed" | "cross_site_request" | "https_required" | "url_expired" | "invalid_signature" | "not_found" | "route_not_found" | "method_not_allowed" | "request_timeout" | "expectation_failed" | "missing_field" | "invalid_field" | "invalid_address" | "invalid_carrier" | "invalid_service" | "shipment_not_cancellable" | "label_already_exists" | "shipment_cancelled" | "label_already_voided" | "void_window_expired" | "label_already_scanned" | "no_active_label" | "invalid_transition" | "webhook_deleted" | "rate_limit_exceeded" | "headers_too_large" | "internal_error" | "service_unavailable" | "insufficient_storage" | "fault_injected";
         Health: {
             /** @enum {string} */
             status: "ok";
@@ -2108,6 +2115,20 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "cross_site_request" | "host_not_allowed";
+                        };
+                    };
+                };
+            };
             /** @description Method not allowed: `method_not_allowed` */
             405: {
                 headers: {
@@ -2186,6 +2207,20 @@ export interface operations {
                         error: {
                             /** @enum {string} */
                             code: "invalid_api_key" | "missing_api_key";
+                        };
+                    };
+                };
+            };
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "cross_site_request" | "host_not_allowed";
                         };
                     };
                 };
@@ -2282,7 +2317,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2291,7 +2326,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -2331,7 +2366,10 @@ export interface operations {
     updateAccount: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The sandbox's admin token, beside the account's key: needed to change `plan` or `rate_limits` when the sandbox runs with `--admin-token` */
+                "x-sandbox-admin-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2378,7 +2416,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `admin_token_required`, `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2387,7 +2425,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "admin_token_required" | "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -2484,7 +2522,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2493,7 +2531,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -2580,7 +2618,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2589,7 +2627,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -2688,7 +2726,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2697,7 +2735,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -2808,7 +2846,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2817,7 +2855,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -2900,7 +2938,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2909,7 +2947,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -2996,7 +3034,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3005,7 +3043,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -3092,7 +3130,7 @@ export interface operations {
                     "application/json": components["schemas"]["AdvancedClock"];
                 };
             };
-            /** @description Bad request: `invalid_json`, `invalid_parameter`, `request_too_large`, `unsupported_content_type` */
+            /** @description Bad request: `invalid_json`, `request_too_large`, `unsupported_content_type` */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3101,7 +3139,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "invalid_json" | "invalid_parameter" | "request_too_large" | "unsupported_content_type";
+                            code: "invalid_json" | "request_too_large" | "unsupported_content_type";
                         };
                     };
                 };
@@ -3120,7 +3158,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3129,7 +3167,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -3243,7 +3281,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3252,7 +3290,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -3339,7 +3377,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3348,7 +3386,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -3435,7 +3473,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3444,7 +3482,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -3541,7 +3579,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3550,7 +3588,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -3643,7 +3681,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `https_required`, `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `https_required`, `insufficient_scope` */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3655,7 +3693,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "https_required" | "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "https_required" | "insufficient_scope";
                         };
                     };
                 };
@@ -3803,7 +3841,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3812,7 +3850,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -3922,7 +3960,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `https_required`, `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `https_required`, `insufficient_scope` */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3934,7 +3972,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "https_required" | "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "https_required" | "insufficient_scope";
                         };
                     };
                 };
@@ -4071,7 +4109,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `https_required`, `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `https_required`, `insufficient_scope` */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -4083,7 +4121,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "https_required" | "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "https_required" | "insufficient_scope";
                         };
                     };
                 };
@@ -4235,7 +4273,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `https_required`, `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `https_required`, `insufficient_scope` */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -4247,7 +4285,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "https_required" | "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "https_required" | "insufficient_scope";
                         };
                     };
                 };
@@ -4382,7 +4420,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `https_required`, `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `https_required`, `insufficient_scope` */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -4394,7 +4432,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "https_required" | "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "https_required" | "insufficient_scope";
                         };
                     };
                 };
@@ -4578,7 +4616,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4587,7 +4625,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -4674,7 +4712,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4683,7 +4721,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -4782,7 +4820,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4791,7 +4829,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -4926,7 +4964,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `https_required`, `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `https_required`, `insufficient_scope` */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -4938,7 +4976,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "https_required" | "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "https_required" | "insufficient_scope";
                         };
                     };
                 };
@@ -5107,7 +5145,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `https_required`, `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `https_required`, `insufficient_scope` */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -5119,7 +5157,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "https_required" | "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "https_required" | "insufficient_scope";
                         };
                     };
                 };
@@ -5254,7 +5292,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `https_required`, `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `https_required`, `insufficient_scope` */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -5266,7 +5304,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "https_required" | "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "https_required" | "insufficient_scope";
                         };
                     };
                 };
@@ -5437,7 +5475,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `https_required`, `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `https_required`, `insufficient_scope` */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -5449,7 +5487,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "https_required" | "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "https_required" | "insufficient_scope";
                         };
                     };
                 };
@@ -5581,7 +5619,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5590,7 +5628,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -5691,7 +5729,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5700,7 +5738,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -5813,7 +5851,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5822,7 +5860,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -5907,7 +5945,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5916,7 +5954,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -6031,7 +6069,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6040,7 +6078,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -6094,7 +6132,7 @@ export interface operations {
     downloadLabelBySignedUrl: {
         parameters: {
             query?: {
-                /** @description when the URL expires, in Unix seconds */
+                /** @description when the URL expires, in Unix seconds, as `label_url` writes it (digits only, no leading zero): any other spelling is `403 invalid_signature` */
                 expires?: number;
                 /** @description hex HMAC of the URL */
                 signature?: string;
@@ -6132,7 +6170,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `invalid_signature`, `url_expired` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `invalid_signature`, `url_expired` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6141,7 +6179,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "invalid_signature" | "url_expired";
+                            code: "cross_site_request" | "host_not_allowed" | "invalid_signature" | "url_expired";
                         };
                     };
                 };
@@ -6229,7 +6267,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `https_required`, `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `https_required`, `insufficient_scope` */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -6241,7 +6279,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "https_required" | "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "https_required" | "insufficient_scope";
                         };
                     };
                 };
@@ -6391,7 +6429,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6400,7 +6438,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -6531,7 +6569,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6540,7 +6578,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -6671,7 +6709,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6680,7 +6718,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -6811,7 +6849,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6820,7 +6858,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -6951,7 +6989,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6960,7 +6998,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -7091,7 +7129,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7100,7 +7138,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -7213,7 +7251,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7222,7 +7260,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -7322,7 +7360,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `https_required`, `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `https_required`, `insufficient_scope` */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -7334,7 +7372,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "https_required" | "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "https_required" | "insufficient_scope";
                         };
                     };
                 };
@@ -7471,7 +7509,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `https_required`, `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `https_required`, `insufficient_scope` */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -7483,7 +7521,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "https_required" | "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "https_required" | "insufficient_scope";
                         };
                     };
                 };
@@ -7635,7 +7673,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `https_required`, `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `https_required`, `insufficient_scope` */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -7647,7 +7685,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "https_required" | "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "https_required" | "insufficient_scope";
                         };
                     };
                 };
@@ -7782,7 +7820,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `https_required`, `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `https_required`, `insufficient_scope` */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -7794,7 +7832,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "https_required" | "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "https_required" | "insufficient_scope";
                         };
                     };
                 };
@@ -7967,7 +8005,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `https_required`, `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `https_required`, `insufficient_scope` */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -7979,7 +8017,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "https_required" | "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "https_required" | "insufficient_scope";
                         };
                     };
                 };
@@ -8143,7 +8181,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8152,7 +8190,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -8239,7 +8277,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8248,7 +8286,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -8347,7 +8385,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8356,7 +8394,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -8473,7 +8511,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8482,7 +8520,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -8612,7 +8650,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8621,7 +8659,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -8706,7 +8744,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8715,7 +8753,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -8814,7 +8852,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8823,7 +8861,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -8950,7 +8988,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8959,7 +8997,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -9073,7 +9111,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9082,7 +9120,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -9151,7 +9189,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9160,7 +9198,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -9247,7 +9285,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9256,7 +9294,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -9356,7 +9394,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9365,7 +9403,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -9454,7 +9492,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9463,7 +9501,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -9577,7 +9615,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9586,7 +9624,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -9655,7 +9693,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9664,7 +9702,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -9751,7 +9789,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9760,7 +9798,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -9814,6 +9852,20 @@ export interface operations {
                 content: {
                     "application/json": {
                         [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "cross_site_request" | "host_not_allowed";
+                        };
                     };
                 };
             };

@@ -5,4 +5,10 @@
  */
 export { ConfigError } from '../core/errors.js';
 export { type CommandLine, helpText, parseCommandLine, testConfig } from './command-line.js';
-export { type Config, SETTINGS, webhookTargetsOf } from './settings.js';
+export {
+  type Config,
+  listensOnLoopback,
+  offersDefaultAccount,
+  SETTINGS,
+  webhookTargetsOf,
+} from './settings.js';

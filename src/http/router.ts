@@ -81,6 +81,8 @@ const API_CODES = [
   'missing_api_key',
   'invalid_api_key',
   'insufficient_scope',
+  'host_not_allowed',
+  'cross_site_request',
   'https_required',
   'method_not_allowed',
   'rate_limit_exceeded',
@@ -93,12 +95,19 @@ const CONTROL_CODES = [
   'missing_api_key',
   'invalid_api_key',
   'insufficient_scope',
+  'host_not_allowed',
+  'cross_site_request',
   'method_not_allowed',
   'internal_error',
 ] as const satisfies readonly ErrorCode[];
 
 /** Codes a route that takes no key can answer. */
-const OPEN_CODES = ['method_not_allowed', 'internal_error'] as const satisfies readonly ErrorCode[];
+const OPEN_CODES = [
+  'host_not_allowed',
+  'cross_site_request',
+  'method_not_allowed',
+  'internal_error',
+] as const satisfies readonly ErrorCode[];
 
 type StatusOf<C extends ErrorCode> = Exclude<(typeof ERROR_CODES)[C]['status'], undefined>;
 
