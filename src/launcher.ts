@@ -1,13 +1,14 @@
 #!/usr/bin/env node
 import { isAscii } from 'node:buffer';
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { debuglog } from 'node:util';
 import vm from 'node:vm';
+import { makeDirectories } from './core/directories.js';
 
 /**
  * The command (`dist/main.js`, what `bin` and `npm start` run): loads the command line and server,
@@ -101,7 +102,8 @@ if (buildsTheCache) {
 
 function write(path: string): void {
   try {
-    mkdirSync(dirname(path), { recursive: true });
+    // Not Node's recursive mkdir, which spins for ever under a TMPDIR that takes no directories.
+    makeDirectories(dirname(path));
     // Through a temporary name: another process starting meanwhile never reads half a file.
     const temporary = `${path}.${process.pid}`;
     writeFileSync(temporary, script.createCachedData());

@@ -17,6 +17,7 @@ import {
   type CommandLine,
   ConfigError,
   helpText,
+  offersDefaultAccount,
   parseCommandLine,
   SETTINGS,
 } from './config/index.js';
@@ -107,7 +108,8 @@ async function serve(args: string[]): Promise<void> {
     cdnUrl: sandbox.cdnUrl,
     location: sandbox.location,
     engine: sandbox.sandbox.database.engine,
-    apiKey: DEFAULT_ACCOUNT.api_key.value,
+    apiKey: offersDefaultAccount(config) ? DEFAULT_ACCOUNT.api_key.value : undefined,
+    adminToken: config.adminToken !== undefined,
     strictHttps: config.strictHttps,
     version,
   };

@@ -7,6 +7,7 @@ import { databaseLocation, openDatabase } from './db/database.js';
 import { postgresDatabase } from './db/postgres.js';
 import type { SandboxDatabase } from './db/sql.js';
 import { sqliteDatabase } from './db/sqlite.js';
+import { ConnectionsPerClient } from './http/connections.js';
 import { httpsOriginHost, loadTlsMaterial } from './http/https.js';
 import { createListener, TRANSPORT_TIMEOUTS, type TransportLimits } from './http/listener.js';
 import { createLogger } from './logger.js';
@@ -120,6 +121,8 @@ async function startOwning(
     ...options.transport,
     maxConnections: config.maxConnections,
   };
+  // One count for both ports: a client's connections to either count against its cap.
+  const clients = new ConnectionsPerClient(config.maxConnectionsPerClient);
   const servers: Server[] = [];
   const listen = (
     tlsPair: { cert: string; key: string } | undefined,
@@ -133,6 +136,7 @@ async function startOwning(
         hostname: config.host,
         tls: tlsPair,
         limits,
+        clients,
         logger,
       });
       servers.push(server);

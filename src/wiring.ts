@@ -4,7 +4,7 @@ import { methodNotAllowed } from 'hono/method-not-allowed';
 import type { Logger } from 'pino';
 import { accountsModule } from './accounts/module.js';
 import { clockModule } from './clock/module.js';
-import { type Config, webhookTargetsOf } from './config/index.js';
+import { type Config, listensOnLoopback, offersDefaultAccount, webhookTargetsOf } from './config/index.js';
 import { dashboardModule } from './dashboard/module.js';
 import { type OwnedTables, SETTINGS } from './db/migrations.js';
 import type { SandboxDatabase } from './db/sql.js';
@@ -13,6 +13,7 @@ import { injectFaults } from './faults/middleware.js';
 import { FAULTS_FACT, faultsModule } from './faults/module.js';
 import { authenticate } from './http/auth.js';
 import { readBody, refuseNulInUrl, requireJsonObjectBody } from './http/body.js';
+import { allowOnlyLocalHosts, noSniffing, refuseCrossSiteRequests } from './http/browsers.js';
 import type { AppEnv } from './http/context.js';
 import { errorHandler, routeNotFound } from './http/errors.js';
 import { methodNotAllowed as answerMethodNotAllowed } from './http/methods.js';
@@ -65,6 +66,7 @@ function sandboxModules({
       retryLadder: config.webhookRetries,
       enforceRateLimits: !config.noRateLimits,
       adminToken: config.adminToken,
+      offersDefaultAccount: offersDefaultAccount(config),
     }),
     clockModule({ initialSpeed: config.clockSpeed }),
     eventsModule({ envelope: WebhookEventSchema }),
@@ -148,7 +150,7 @@ export async function createSandbox(parts: SandboxParts) {
   }
 
   const accounts = ports.accounts.service;
-  await accounts.seedDefaultAccount();
+  if (offersDefaultAccount(config)) await accounts.seedDefaultAccount();
 
   const app = new OpenAPIHono<AppEnv>();
   app.onError(errorHandler(logger));
@@ -156,6 +158,10 @@ export async function createSandbox(parts: SandboxParts) {
   // Checked once: a middleware that only decides not to log still costs every request a step (the
   // benchmark runs at `warn` for that reason).
   if (logger.isLevelEnabled('info')) app.use(logRequests(logger));
+  // Before anything reads the request: what web pages may ask of the sandbox through a browser.
+  app.use(noSniffing());
+  if (listensOnLoopback(config)) app.use(allowOnlyLocalHosts(config.allowedHosts));
+  app.use(refuseCrossSiteRequests);
   // Outside the 405 below, so that the journal notes the answer the client got.
   app.use(
     `${API_VERSION_PREFIX}/*`,
@@ -206,7 +212,8 @@ export async function createSandbox(parts: SandboxParts) {
         'events, faults), `/cdn` serves pre-signed label URLs. Every error is `{"error": {"code", "message", ' +
         '"field"?}}`; each response names the codes it can carry. A request refused before it reaches a ' +
         "route (by Node's HTTP parser) gets `400 invalid_request`, `408 request_timeout`, " +
-        '`417 expectation_failed` or `431 headers_too_large`.',
+        '`417 expectation_failed` or `431 headers_too_large`; plain HTTP sent to the HTTPS port gets ' +
+        '`400 https_port_needs_tls`.',
     },
     tags: [
       { name: 'Shipments', description: 'Create, rate, list and cancel shipments' },

@@ -25,9 +25,10 @@ export function startTestServer(): Promise<RunningSandbox> {
 
 /**
  * Chromium as the tests run it: headless, in a temporary profile of its own (fresh each launch), and
- * with the background traffic it makes by itself (updates, sync, QUIC probes) turned off.
+ * with the background traffic it makes by itself (updates, sync, QUIC probes) turned off; `extraArgs`
+ * adds switches (a host resolver rule, say).
  */
-export function launchChromium(): Promise<Browser> {
+export function launchChromium(extraArgs: readonly string[] = []): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM,
     args: [
@@ -39,6 +40,7 @@ export function launchChromium(): Promise<Browser> {
       '--disable-background-networking',
       '--disable-component-update',
       '--disable-sync',
+      ...extraArgs,
     ],
   });
 }

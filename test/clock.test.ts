@@ -56,7 +56,7 @@ describe('durations', () => {
     }
   });
 
-  it('rejects a negative duration as moving backwards (400 invalid_parameter)', () => {
+  it('rejects a negative duration as moving backwards (422 invalid_field)', () => {
     expect(() => parseDuration('-5m', 'by')).toThrow(/never moves backwards/);
     expect(() => parseDuration(-1, 'by')).toThrow(ApiError);
   });

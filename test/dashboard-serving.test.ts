@@ -3,9 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { build } from 'esbuild';
 import { afterAll, describe, expect, it } from 'vitest';
+import { testConfig } from '../src/config/index.js';
 import { BUILD_OPTIONS, dashboardBundle } from '../src/dashboard/bundle.js';
 import { BUILT_SWAGGER_UI, SWAGGER_FILES, swaggerFiles } from '../src/dashboard/swagger.js';
-import { createTestSandbox, expectError } from './helpers.js';
+import { startServer } from '../src/server.js';
+import { createTestSandbox, DEFAULT_KEY, expectError } from './helpers.js';
 
 /** How the sandbox serves the dashboard, its assets and the reference: no key, nothing from elsewhere. */
 
@@ -84,6 +86,35 @@ describe('GET /', () => {
     const response = await sandbox.call(method, '/', { key: null, headers: { accept } });
     expectError(response, 404, 'route_not_found');
     expect(response.headers.get('allow')).toBeNull();
+  });
+});
+
+describe('GET /dashboard/ and /docs/', () => {
+  it('redirect to the pages, by a relative Location that keeps the query, over a real socket', async () => {
+    const server = await startServer(testConfig(), undefined, { https: false });
+    try {
+      for (const page of ['dashboard', 'docs']) {
+        const moved = await fetch(`${server.origin}/${page}/?from=banner`, { redirect: 'manual' });
+        expect(moved.status).toBe(301);
+        expect(moved.headers.get('location')).toBe(`../${page}?from=banner`);
+        // A relative Location resolves against the path it was asked for, under any prefix.
+        expect(new URL(`../${page}`, `http://proxy.test/sandbox/${page}/`).pathname).toBe(`/sandbox/${page}`);
+
+        const followed = await fetch(`${server.origin}/${page}/`);
+        expect(followed.status).toBe(200);
+        expect(new URL(followed.url).pathname).toBe(`/${page}`);
+        expect(followed.headers.get('content-type')).toBe('text/html; charset=utf-8');
+      }
+      // Only those two: an API path with a trailing slash is still no route.
+      const api = await fetch(`${server.origin}/v1/shipments/`, {
+        headers: { authorization: `Bearer ${DEFAULT_KEY}` },
+        redirect: 'manual',
+      });
+      expect(api.status).toBe(404);
+      expect(((await api.json()) as { error: { code: string } }).error.code).toBe('route_not_found');
+    } finally {
+      await server.close();
+    }
   });
 });
 

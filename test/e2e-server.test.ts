@@ -204,7 +204,8 @@ describe('the command line', () => {
       cdnUrl: 'http://127.0.0.1:4010/cdn',
       location: ':memory:',
       engine: 'sqlite' as const,
-      apiKey: DEFAULT_KEY,
+      apiKey: DEFAULT_KEY as string | undefined,
+      adminToken: false,
       strictHttps: false,
       version: '1.2.3',
     };
@@ -220,6 +221,21 @@ describe('the command line', () => {
     expect(bannerText({ ...info, strictHttps: true })).not.toContain('curl -H');
     expect(JSON.parse(readyLine(info))).toMatchObject({ ready: true, url: 'http://127.0.0.1:4010/v1' });
     expect(readyLine(info).split('\n')).toHaveLength(2);
+
+    // Where there is no default account (beyond loopback, or with an admin token): no key anywhere.
+    for (const adminToken of [false, true]) {
+      const keyless = bannerText({ ...info, apiKey: undefined, adminToken });
+      expect(keyless).not.toContain(DEFAULT_KEY);
+      expect(keyless).not.toContain('Test key');
+      expect(keyless).toContain('  Dashboard  http://127.0.0.1:4010/dashboard\n');
+      expect(keyless).toContain('  Accounts   no default account');
+      expect(keyless).toContain('curl -H "Authorization: Bearer $KEY" http://127.0.0.1:4010/v1/shipments');
+      expect(keyless.includes('Bearer $SANDBOX_ADMIN_TOKEN')).toBe(adminToken);
+      expect(JSON.parse(readyLine({ ...info, apiKey: undefined, adminToken }))).toMatchObject({
+        apiKey: null,
+        dashboardUrl: 'http://127.0.0.1:4010/dashboard',
+      });
+    }
   });
 
   it('refuses a bad flag value with a clear message and exit code 2', async () => {

@@ -307,7 +307,13 @@ describe('/openapi.json', () => {
       expect([key, has('507')]).toEqual([key, method !== 'get' && !key.endsWith('/rates')]);
       // A key is checked where one is asked for, and where an admin token may be.
       expect([key, has('401')]).toEqual([key, takesKey || key === 'POST /_sandbox/accounts']);
-      expect([key, has('403')]).toEqual([key, takesKey || path.startsWith('/cdn/')]);
+      // Any route may be refused for the host it names or for coming from another site's page.
+      const forbidden = codesOf(operation.responses['403']);
+      expect([key, forbidden.includes('host_not_allowed'), forbidden.includes('cross_site_request')]).toEqual(
+        [key, true, true],
+      );
+      const keyed = forbidden.includes('insufficient_scope') || forbidden.includes('invalid_signature');
+      expect([key, keyed]).toEqual([key, takesKey || path.startsWith('/cdn/')]);
       // Validation errors come only from a body the route validates.
       const validates = codesOf(
         operation.responses['422'] ?? { content: { 'application/json': { schema: {} } } },

@@ -54,11 +54,12 @@ describe('/_sandbox/clock', () => {
     const past = await sandbox.call('POST', '/_sandbox/clock/advance', {
       body: { to: '2026-11-21T00:00:00Z' },
     });
-    expectError(past, 400, 'invalid_parameter', 'to');
+    expectError(past, 422, 'invalid_field', 'to');
+    expect(past.json.error.message).toContain('2026-11-21T00:00:00Z is before');
     expectError(
       await sandbox.call('POST', '/_sandbox/clock/advance', { body: { by: '-1h' } }),
-      400,
-      'invalid_parameter',
+      422,
+      'invalid_field',
       'by',
     );
     expect((await sandbox.call('GET', '/_sandbox/clock')).json.now).toBe('2026-11-22T08:00:00Z');

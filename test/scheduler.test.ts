@@ -49,6 +49,7 @@ async function setup(location?: string) {
     clockSpeed: 1,
     serverRetryLadder: [],
     serverEnforcesRateLimits: true,
+    offersDefaultAccount: true,
     checkScenario: () => {},
     realNow: () => T0,
     logger,

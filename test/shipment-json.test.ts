@@ -401,6 +401,7 @@ describe('API answers on the wire', () => {
       const serialisedByHono = await headerLines(sandbox.origin, 'GET', '/v1/webhooks');
       const form = [
         'content-type: application/json',
+        'x-content-type-options: nosniff',
         'x-ratelimit-limit: …',
         'x-ratelimit-remaining: …',
         'x-ratelimit-reset: …',

@@ -103,36 +103,46 @@ const BIG = 'a'.repeat(20_000);
 
 /** Requests Node's parser, or the adapter under the app, cannot read: each answers 400 or 431. */
 const MALFORMED: [name: string, request: string | Buffer, status: number, code: string][] = [
-  ['a backslash in the path', 'GET /v1\\shipments HTTP/1.1\r\nHost: x\r\n\r\n', 400, 'invalid_request'],
+  [
+    'a backslash in the path',
+    'GET /v1\\shipments HTTP/1.1\r\nHost: localhost\r\n\r\n',
+    400,
+    'invalid_request',
+  ],
   [
     'a space in a header name',
-    'GET /healthz HTTP/1.1\r\nHost: x\r\nBad Header: y\r\n\r\n',
+    'GET /healthz HTTP/1.1\r\nHost: localhost\r\nBad Header: y\r\n\r\n',
     400,
     'invalid_request',
   ],
   ['a space before the colon', 'GET /healthz HTTP/1.1\r\nHost : x\r\n\r\n', 400, 'invalid_request'],
   [
     'a NUL in a header value',
-    'GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: a\0b\r\n\r\n',
+    'GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-A: a\0b\r\n\r\n',
     400,
     'invalid_request',
   ],
   [
     'a folded header line',
-    'GET /healthz HTTP/1.1\r\nHost: x\r\nX-A: a\r\n b\r\n\r\n',
+    'GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-A: a\r\n b\r\n\r\n',
     400,
     'invalid_request',
   ],
   ['a request line that is not one', 'GARBAGE\r\n\r\n', 400, 'invalid_request'],
-  ['an unknown method', 'FROB /healthz HTTP/1.1\r\nHost: x\r\n\r\n', 400, 'invalid_request'],
-  ['HTTP/1.2', 'GET /healthz HTTP/1.2\r\nHost: x\r\n\r\n', 400, 'invalid_request'],
+  ['an unknown method', 'FROB /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n', 400, 'invalid_request'],
+  ['HTTP/1.2', 'GET /healthz HTTP/1.2\r\nHost: localhost\r\n\r\n', 400, 'invalid_request'],
   ['bare LF line ends', 'GET /healthz HTTP/1.1\nHost: x\n\n', 400, 'invalid_request'],
-  ['a target without a slash', 'GET healthz HTTP/1.1\r\nHost: x\r\n\r\n', 400, 'invalid_request'],
-  ['an asterisk target', 'GET * HTTP/1.1\r\nHost: x\r\n\r\n', 400, 'invalid_request'],
-  ['an unparsable absolute target', 'GET http://[::1 HTTP/1.1\r\nHost: x\r\n\r\n', 400, 'invalid_request'],
+  ['a target without a slash', 'GET healthz HTTP/1.1\r\nHost: localhost\r\n\r\n', 400, 'invalid_request'],
+  ['an asterisk target', 'GET * HTTP/1.1\r\nHost: localhost\r\n\r\n', 400, 'invalid_request'],
+  [
+    'an unparsable absolute target',
+    'GET http://[::1 HTTP/1.1\r\nHost: localhost\r\n\r\n',
+    400,
+    'invalid_request',
+  ],
   [
     'a raw UTF-8 byte in the path',
-    Buffer.from('GET /v1/é HTTP/1.1\r\nHost: x\r\n\r\n'),
+    Buffer.from('GET /v1/é HTTP/1.1\r\nHost: localhost\r\n\r\n'),
     400,
     'invalid_request',
   ],
@@ -141,37 +151,37 @@ const MALFORMED: [name: string, request: string | Buffer, status: number, code: 
   ['a Host with a path', 'GET /healthz HTTP/1.1\r\nHost: x/y\r\n\r\n', 400, 'invalid_request'],
   [
     'Content-Length and Transfer-Encoding together',
-    'POST /_sandbox/accounts HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
+    'POST /_sandbox/accounts HTTP/1.1\r\nHost: localhost\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
     400,
     'invalid_request',
   ],
   [
     'two different Content-Lengths',
-    'POST /_sandbox/accounts HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}',
+    'POST /_sandbox/accounts HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}',
     400,
     'invalid_request',
   ],
   [
     'a Content-Length that is not a number',
-    'POST /_sandbox/accounts HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n',
+    'POST /_sandbox/accounts HTTP/1.1\r\nHost: localhost\r\nContent-Length: abc\r\n\r\n',
     400,
     'invalid_request',
   ],
   [
     'an unknown Transfer-Encoding',
-    'POST /_sandbox/accounts HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: foo\r\n\r\n',
+    'POST /_sandbox/accounts HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: foo\r\n\r\n',
     400,
     'invalid_request',
   ],
   [
     'a bad chunk size, after the request reached its route',
-    'POST /_sandbox/accounts HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n',
+    'POST /_sandbox/accounts HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n',
     400,
     'invalid_request',
   ],
   [
     'an oversized chunk extension',
-    `POST /_sandbox/accounts HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2;${BIG}\r\n{}\r\n0\r\n\r\n`,
+    `POST /_sandbox/accounts HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n2;${BIG}\r\n{}\r\n0\r\n\r\n`,
     400,
     'invalid_request',
   ],
@@ -179,14 +189,14 @@ const MALFORMED: [name: string, request: string | Buffer, status: number, code: 
   ['CONNECT', 'CONNECT 127.0.0.1:80 HTTP/1.1\r\nHost: 127.0.0.1:80\r\n\r\n', 400, 'invalid_request'],
   [
     'an oversized header',
-    `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${BIG}\r\n\r\n`,
+    `GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Big: ${BIG}\r\n\r\n`,
     431,
     'headers_too_large',
   ],
-  ['an oversized path', `GET /${BIG} HTTP/1.1\r\nHost: x\r\n\r\n`, 431, 'headers_too_large'],
+  ['an oversized path', `GET /${BIG} HTTP/1.1\r\nHost: localhost\r\n\r\n`, 431, 'headers_too_large'],
   [
     'too many headers',
-    `GET /healthz HTTP/1.1\r\nHost: x\r\n${Array.from({ length: 3000 }, (_, i) => `X-${i}: a`).join('\r\n')}\r\n\r\n`,
+    `GET /healthz HTTP/1.1\r\nHost: localhost\r\n${Array.from({ length: 3000 }, (_, i) => `X-${i}: a`).join('\r\n')}\r\n\r\n`,
     431,
     'headers_too_large',
   ],
@@ -219,7 +229,7 @@ describe('requests that cannot be read, over a real socket', () => {
   it('answers an expectation it cannot meet with 417 and the contract body, not an empty one', async () => {
     const answer = await exchange(
       sandbox.origin,
-      'POST /_sandbox/accounts HTTP/1.1\r\nHost: x\r\nExpect: teapot\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}',
+      'POST /_sandbox/accounts HTTP/1.1\r\nHost: localhost\r\nExpect: teapot\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}',
     );
     expectClosingError(answer, 417, 'expectation_failed');
     expect(answer.json.error.message).toContain('teapot');
@@ -228,7 +238,7 @@ describe('requests that cannot be read, over a real socket', () => {
   it('keeps serving, and logged none of it as a problem of its own', async () => {
     const answer = await exchange(
       sandbox.origin,
-      'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
+      'GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n',
     );
     expect([answer.status, answer.json]).toEqual([200, { status: 'ok', database: 'sqlite' }]);
     expect(problems(lines)).toEqual([]);
@@ -249,7 +259,10 @@ describe('slow clients', () => {
   afterAll(() => sandbox.close());
 
   it('answers 408 request_timeout to a client that stops half-way through its headers', async () => {
-    const answer = await exchange(sandbox.origin, 'GET /v1/shipments HTTP/1.1\r\nHost: x\r\nAuthoriz');
+    const answer = await exchange(
+      sandbox.origin,
+      'GET /v1/shipments HTTP/1.1\r\nHost: localhost\r\nAuthoriz',
+    );
     expectClosingError(answer, 408, 'request_timeout');
   });
 
@@ -258,7 +271,7 @@ describe('slow clients', () => {
     const body = JSON.stringify({ name: 'never finished', plan: 'growth' });
     const answer = await exchange(
       sandbox.origin,
-      `POST /_sandbox/accounts HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`,
+      `POST /_sandbox/accounts HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`,
     );
     expectClosingError(answer, 408, 'request_timeout');
     // The route gave up on the body when the connection closed: quietly, at debug level.
@@ -275,7 +288,7 @@ describe('slow clients', () => {
   });
 
   it('closes a kept-alive connection once it has been idle for the keep-alive time', async () => {
-    const answer = await exchange(sandbox.origin, 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+    const answer = await exchange(sandbox.origin, 'GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n');
     expect([answer.status, answer.json]).toEqual([200, { status: 'ok', database: 'sqlite' }]);
     expect(answer.headers.connection).toBe('keep-alive');
     // One answer, then the server closed the idle connection without another (no 408 to a request
@@ -303,7 +316,7 @@ describe('the connection cap (--max-connections)', () => {
         if (received.includes('{"status":"ok","database":"sqlite"}')) resolve(socket);
       });
       socket.once('close', () => reject(new Error(`closed before an answer: ${received}`)));
-      socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+      socket.write('GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n');
     });
   }
 
@@ -311,7 +324,7 @@ describe('the connection cap (--max-connections)', () => {
     const held = [await heldConnection(), await heldConnection()];
 
     const refused = await readUntilClosed(open(sandbox.origin), (socket) =>
-      socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n'),
+      socket.write('GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n'),
     );
     expect(refused.raw).toBe('');
     expect(lines.some((line) => line.level === 40 && line.maxConnections === 2)).toBe(true);
@@ -321,7 +334,7 @@ describe('the connection cap (--max-connections)', () => {
       async () => {
         const answer = await exchange(
           sandbox.origin,
-          'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n',
+          'GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n',
         );
         expect(answer.status).toBe(200);
       },
@@ -350,7 +363,7 @@ describe('clients that go away mid-request', () => {
       socket.once('error', reject);
       socket.once('data', (chunk) => socket.write(body.slice(0, 10), () => resolve(String(chunk))));
       socket.write(
-        'POST /v1/shipments HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n' +
+        'POST /v1/shipments HTTP/1.1\r\nHost: localhost\r\nExpect: 100-continue\r\n' +
           `Authorization: Bearer ${DEFAULT_KEY}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`,
       );
     });
@@ -369,7 +382,7 @@ describe('clients that go away mid-request', () => {
   it('logs a client that leaves half-way through its headers at debug level', async () => {
     const socket = open(sandbox.origin);
     await new Promise<void>((resolve) =>
-      socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\nX-Half', () => resolve()),
+      socket.write('GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Half', () => resolve()),
     );
     const before = lines.length;
     socket.destroy();

@@ -25,6 +25,8 @@ export function accountsModule(settings: {
   /** False with `--no-rate-limits`. */
   enforceRateLimits: boolean;
   adminToken: string | undefined;
+  /** Whether the default account and its published key exist (see offersDefaultAccount). */
+  offersDefaultAccount: boolean;
 }): SandboxModule {
   return {
     name: 'accounts',
@@ -38,6 +40,7 @@ export function accountsModule(settings: {
         clockSpeed: settings.clockSpeed,
         serverRetryLadder: settings.retryLadder,
         serverEnforcesRateLimits: settings.enforceRateLimits,
+        offersDefaultAccount: settings.offersDefaultAccount,
         checkScenario: (name, field) => ports.scenarios.catalog.find(name, field),
         realNow,
         logger,
@@ -45,7 +48,11 @@ export function accountsModule(settings: {
       provide('accounts', { service, store, rateLimiter });
       return {
         openControls: accountCreationRoutes(service, settings.adminToken),
-        controls: accountControlRoutes(service, (accountId) => ports.sandbox.resetAccount(accountId)),
+        controls: accountControlRoutes(
+          service,
+          (accountId) => ports.sandbox.resetAccount(accountId),
+          settings.adminToken,
+        ),
         async reset(tx, accountId) {
           const keys = await store.keys(tx, accountId);
           rateLimiter.forget([accountCountPrefix(accountId), ...keys.map((key) => keyCountPrefix(key.id))]);

@@ -1,6 +1,12 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { formatTimestamp } from '../core/time.js';
-import { requireAdminToken, requireFullKey, requireScope } from '../http/auth.js';
+import {
+  ADMIN_TOKEN_HEADER,
+  readAdminToken,
+  requireAdminToken,
+  requireFullKey,
+  requireScope,
+} from '../http/auth.js';
 import { requireJsonObjectBody } from '../http/body.js';
 import {
   BEARER_SECURITY,
@@ -75,10 +81,18 @@ export function accountCreationRoutes(accounts: AccountService, adminToken: stri
   return router;
 }
 
+const AdminTokenHeader = z.object({
+  [ADMIN_TOKEN_HEADER]: z.string().optional().openapi({
+    description:
+      "The sandbox's admin token, beside the account's key: needed to change `plan` or `rate_limits` when the sandbox runs with `--admin-token`",
+  }),
+});
+
 /** The calling key's account: its settings, its keys, and a reset. */
 export function accountControlRoutes(
   accounts: AccountService,
   resetAccount: (accountId: string) => Promise<void>,
+  adminToken: string | undefined,
 ) {
   const router = createRouter();
 
@@ -103,17 +117,29 @@ export function accountControlRoutes(
       operationId: 'updateAccount',
       tags,
       summary: "Change the account's plan, default scenario, webhook retries or rate limiting",
+      description:
+        'On a sandbox with `--admin-token`, changing `plan` or `rate_limits` also needs that token in ' +
+        "`X-Sandbox-Admin-Token` (`403 admin_token_required` without it, or with a wrong one); the other settings don't.",
       security,
-      middleware: [requireFullKey] as const,
-      request: { body: jsonBody(AccountSettingsSchema) },
+      middleware: [requireFullKey, readAdminToken(adminToken)] as const,
+      request: { body: jsonBody(AccountSettingsSchema), headers: AdminTokenHeader },
       responses: {
         200: jsonResponse(AccountSchema, 'The account'),
-        ...controlErrors(...ErrorCodes.body, ...ErrorCodes.validation, ...ErrorCodes.write),
+        ...controlErrors(
+          ...ErrorCodes.body,
+          ...ErrorCodes.validation,
+          'admin_token_required',
+          ...ErrorCodes.write,
+        ),
       },
     }),
     async (c) =>
       c.json(
-        accounts.present(await accounts.updateSettings(c.get('caller').accountId, c.req.valid('json'))),
+        accounts.present(
+          await accounts.updateSettings(c.get('caller').accountId, c.req.valid('json'), {
+            admin: c.get('admin'),
+          }),
+        ),
         200,
       ),
   );

@@ -6,7 +6,8 @@ import { ApiError, invalidField, notFound } from '../core/errors.js';
 import { newId } from '../core/ids.js';
 import { formatTimestamp } from '../core/time.js';
 import type { Sql } from '../db/sql.js';
-import { DEFAULT_ACCOUNT } from './default-account.js';
+import { refuseChangesNeedingAdmin } from './admin-settings.js';
+import { DEFAULT_ACCOUNT, refusePublishedKey } from './default-account.js';
 import { KeyUsage } from './key-usage.js';
 import { keyShape, newKeyValue } from './keys.js';
 import { ceilingsFor, type PlanCeiling } from './plans.js';
@@ -22,6 +23,8 @@ export interface AccountServiceOptions {
   serverRetryLadder: readonly number[];
   /** False with `--no-rate-limits`: no account's ceilings are enforced. */
   serverEnforcesRateLimits: boolean;
+  /** Whether the default account and its published key exist (a loopback sandbox without an admin token). */
+  offersDefaultAccount: boolean;
   /** Refuses a scenario name that is not loaded, as `422 invalid_field` naming `field`. */
   checkScenario: (name: string, field: string) => void;
   realNow: () => number;
@@ -122,6 +125,8 @@ export class AccountService {
         'This is a live key (svc_live_…). The sandbox takes test keys (svc_test_…) only.',
       );
     }
+    if (!this.options.offersDefaultAccount && value === DEFAULT_ACCOUNT.api_key.value)
+      throw refusePublishedKey();
     const found = shape === 'malformed' ? undefined : await this.store.findByKey(this.db, value);
     if (!found) throw new ApiError(401, 'invalid_api_key', 'The API key is not valid.');
     if (found.key.revokedAt !== null)
@@ -214,8 +219,14 @@ export class AccountService {
     return (await this.store.find(q, accountId))?.webhookRetrySchedule ?? this.options.serverRetryLadder;
   }
 
-  async updateSettings(accountId: string, change: AccountSettingsInput): Promise<Account> {
+  /** `admin`: the request carries the server's admin token, or the server has none. */
+  async updateSettings(
+    accountId: string,
+    change: AccountSettingsInput,
+    { admin }: { admin: boolean },
+  ): Promise<Account> {
     const account = await this.get(accountId);
+    if (!admin) refuseChangesNeedingAdmin(account, change);
     if (change.default_scenario !== undefined)
       this.options.checkScenario(change.default_scenario, 'default_scenario');
     const ladder = change.webhook_retry_schedule;

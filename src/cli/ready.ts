@@ -10,13 +10,19 @@ export interface ReadyInfo {
   location: string;
   /** The engine that keeps the data. */
   engine: 'sqlite' | 'postgres';
-  /** The default account's key. */
-  apiKey: string;
+  /**
+   * The default account's key; none where the sandbox has no default account (it listens beyond
+   * loopback, or has an admin token).
+   */
+  apiKey: string | undefined;
+  /** Whether creating an account takes the admin token. */
+  adminToken: boolean;
   strictHttps: boolean;
   version: string;
 }
 
-export const dashboardUrl = (origin: string, key: string) => `${origin}/dashboard#key=${key}`;
+export const dashboardUrl = (origin: string, key: string | undefined) =>
+  key === undefined ? `${origin}/dashboard` : `${origin}/dashboard#key=${key}`;
 
 /** Where the data lives, in words: which engine, and where. */
 function dataText({ engine, location }: ReadyInfo): string {
@@ -26,8 +32,18 @@ function dataText({ engine, location }: ReadyInfo): string {
 
 /** The banner a person reads on a terminal. */
 export function bannerText(info: ReadyInfo): string {
-  const { origin, httpsOrigin, apiKey: key } = info;
+  const { origin, httpsOrigin } = info;
+  // Without a default account, the commands name the key of an account the reader makes.
+  const key = info.apiKey ?? '$KEY';
   const cert = shellQuote(info.certificatePath);
+  const account =
+    info.apiKey === undefined
+      ? [
+          '  Accounts   no default account: it exists only on a loopback address without --admin-token.',
+          `             Make one: curl -X POST${info.adminToken ? ' -H "Authorization: Bearer $SANDBOX_ADMIN_TOKEN"' : ''} ${origin}/_sandbox/accounts`,
+          '             and set KEY to its api_key.',
+        ]
+      : [`  Test key   ${info.apiKey}`];
   return [
     `Shipping Sandbox ${info.version} is ready.`,
     `  API        ${origin}/v1${info.strictHttps ? '   (strict HTTPS: answers 403 https_required)' : ''}`,
@@ -35,9 +51,9 @@ export function bannerText(info: ReadyInfo): string {
     `  Cert       ${info.certificatePath}`,
     `  CDN        ${info.cdnUrl}`,
     `  Docs       ${origin}/docs   (OpenAPI: ${origin}/openapi.json)`,
-    `  Dashboard  ${dashboardUrl(origin, key)}`,
+    `  Dashboard  ${dashboardUrl(origin, info.apiKey)}`,
     `  Data       ${dataText(info)}`,
-    `  Test key   ${key}`,
+    ...account,
     '',
     ...(info.strictHttps ? [] : [`  curl -H "Authorization: Bearer ${key}" ${origin}/v1/shipments`]),
     `  curl --cacert ${cert} -H "Authorization: Bearer ${key}" ${httpsOrigin}/v1/shipments`,
@@ -63,7 +79,7 @@ export function readyLine(info: ReadyInfo): string {
     cdnUrl: info.cdnUrl,
     data: info.location,
     database: info.engine,
-    apiKey: info.apiKey,
+    apiKey: info.apiKey ?? null,
     dashboardUrl: dashboardUrl(info.origin, info.apiKey),
     docsUrl: `${info.origin}/docs`,
     pid: process.pid,

@@ -51,7 +51,10 @@ export interface paths {
         /** The account of the calling key */
         get: operations["getAccount"];
         put?: never;
-        /** Change the account's plan, default scenario, webhook retries or rate limiting */
+        /**
+         * Change the account's plan, default scenario, webhook retries or rate limiting
+         * @description On a sandbox with `--admin-token`, changing `plan` or `rate_limits` also needs that token in `X-Sandbox-Admin-Token` (`403 admin_token_required` without it, or with a wrong one); the other settings don't.
+         */
         post: operations["updateAccount"];
         delete?: never;
         options?: never;
@@ -1372,6 +1375,7 @@ export interface components {
          * @description Every code the sandbox answers with:
          *
          *     - `invalid_request` (400): Node's HTTP parser refused the request (its request line or a header)
+         *     - `https_port_needs_tls` (400): plain HTTP sent to the HTTPS port (the connection is closed after this answer)
          *     - `invalid_json` (400): the body is not valid JSON, or not a JSON object
          *     - `unsupported_content_type` (400): a body sent without `Content-Type: application/json`
          *     - `invalid_parameter` (400): a bad query or path parameter; `field` names it
@@ -1379,6 +1383,9 @@ export interface components {
          *     - `missing_api_key` (401): no `Authorization: Bearer` header
          *     - `invalid_api_key` (401): an unknown, malformed or revoked key, or a live key
          *     - `insufficient_scope` (403): the key lacks a scope this request needs; the message names it
+         *     - `admin_token_required` (403): changing an account's plan or rate limiting on a sandbox with an admin token, without it (`X-Sandbox-Admin-Token`)
+         *     - `host_not_allowed` (403): a sandbox on a loopback address got a request for another host name (`--allowed-host` adds names)
+         *     - `cross_site_request` (403): a browser marked the request `Sec-Fetch-Site: cross-site` (a page of another site made it)
          *     - `https_required` (403): plain HTTP to `/v1` while the sandbox runs with `--strict-https`
          *     - `url_expired` (403): a pre-signed label URL past its expiry
          *     - `invalid_signature` (403): a pre-signed label URL that was altered
@@ -1410,7 +1417,7 @@ export interface components {
          * @example invalid_address
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "invalid_json" | "unsupported_content_type" | "invalid_parameter" | "request_too_large" | "missing_api_key" | "invalid_api_key" | "insufficient_scope" | "https_required" | "url_expired" | "invalid_signature" | "not_found" | "route_not_found" | "method_not_allowed" | "request_timeout" | "expectation_failed" | "missing_field" | "invalid_field" | "invalid_address" | "invalid_carrier" | "invalid_service" | "shipment_not_cancellable" | "label_already_exists" | "shipment_cancelled" | "label_already_voided" | "void_window_expired" | "label_already_scanned" | "no_active_label" | "invalid_transition" | "webhook_deleted" | "rate_limit_exceeded" | "headers_too_large" | "internal_error" | "service_unavailable" | "insufficient_storage" | "fault_injected";
+        ErrorCode: "invalid_request" | "https_port_needs_tls" | "invalid_json" | "unsupported_content_type" | "invalid_parameter" | "request_too_large" | "missing_api_key" | "invalid_api_key" | "insufficient_scope" | "admin_token_required" | "host_not_allowed" | "cross_site_request" | "https_required" | "url_expired" | "invalid_signature" | "not_found" | "route_not_found" | "method_not_allowed" | "request_timeout" | "expectation_failed" | "missing_field" | "invalid_field" | "invalid_address" | "invalid_carrier" | "invalid_service" | "shipment_not_cancellable" | "label_already_exists" | "shipment_cancelled" | "label_already_voided" | "void_window_expired" | "label_already_scanned" | "no_active_label" | "invalid_transition" | "webhook_deleted" | "rate_limit_exceeded" | "headers_too_large" | "internal_error" | "service_unavailable" | "insufficient_storage" | "fault_injected";
         Health: {
             /** @enum {string} */
             status: "ok";
@@ -2119,6 +2126,20 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "cross_site_request" | "host_not_allowed";
+                        };
+                    };
+                };
+            };
             /** @description Method not allowed: `method_not_allowed` */
             405: {
                 headers: {
@@ -2208,6 +2229,20 @@ export interface operations {
                         error: {
                             /** @enum {string} */
                             code: "invalid_api_key" | "missing_api_key";
+                        };
+                    };
+                };
+            };
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "cross_site_request" | "host_not_allowed";
                         };
                     };
                 };
@@ -2334,7 +2369,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2343,7 +2378,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -2399,7 +2434,10 @@ export interface operations {
     updateAccount: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description The sandbox's admin token, beside the account's key: needed to change `plan` or `rate_limits` when the sandbox runs with `--admin-token` */
+                "x-sandbox-admin-token"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2446,7 +2484,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `admin_token_required`, `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2455,7 +2493,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "admin_token_required" | "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -2582,7 +2620,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2591,7 +2629,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -2694,7 +2732,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2703,7 +2741,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -2832,7 +2870,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2841,7 +2879,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -2968,7 +3006,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2977,7 +3015,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -3090,7 +3128,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3099,7 +3137,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -3202,7 +3240,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3211,7 +3249,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -3342,7 +3380,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3351,7 +3389,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -3481,7 +3519,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3490,7 +3528,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -3593,7 +3631,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3602,7 +3640,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -3705,7 +3743,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3714,7 +3752,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -3841,7 +3879,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3850,7 +3888,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -3959,7 +3997,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `https_required`, `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `https_required`, `insufficient_scope` */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3971,7 +4009,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "https_required" | "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "https_required" | "insufficient_scope";
                         };
                     };
                 };
@@ -4119,7 +4157,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4128,7 +4166,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -4254,7 +4292,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `https_required`, `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `https_required`, `insufficient_scope` */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -4266,7 +4304,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "https_required" | "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "https_required" | "insufficient_scope";
                         };
                     };
                 };
@@ -4403,7 +4441,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `https_required`, `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `https_required`, `insufficient_scope` */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -4415,7 +4453,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "https_required" | "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "https_required" | "insufficient_scope";
                         };
                     };
                 };
@@ -4584,7 +4622,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `https_required`, `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `https_required`, `insufficient_scope` */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -4596,7 +4634,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "https_required" | "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "https_required" | "insufficient_scope";
                         };
                     };
                 };
@@ -4748,7 +4786,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `https_required`, `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `https_required`, `insufficient_scope` */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -4760,7 +4798,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "https_required" | "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "https_required" | "insufficient_scope";
                         };
                     };
                 };
@@ -4944,7 +4982,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -4953,7 +4991,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -5056,7 +5094,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5065,7 +5103,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -5194,7 +5232,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -5203,7 +5241,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -5354,7 +5392,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `https_required`, `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `https_required`, `insufficient_scope` */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -5366,7 +5404,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "https_required" | "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "https_required" | "insufficient_scope";
                         };
                     };
                 };
@@ -5552,7 +5590,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `https_required`, `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `https_required`, `insufficient_scope` */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -5564,7 +5602,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "https_required" | "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "https_required" | "insufficient_scope";
                         };
                     };
                 };
@@ -5716,7 +5754,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `https_required`, `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `https_required`, `insufficient_scope` */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -5728,7 +5766,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "https_required" | "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "https_required" | "insufficient_scope";
                         };
                     };
                 };
@@ -5916,7 +5954,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `https_required`, `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `https_required`, `insufficient_scope` */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -5928,7 +5966,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "https_required" | "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "https_required" | "insufficient_scope";
                         };
                     };
                 };
@@ -6074,7 +6112,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6083,7 +6121,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -6200,7 +6238,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6209,7 +6247,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -6352,7 +6390,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6361,7 +6399,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -6476,7 +6514,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6485,7 +6523,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -6630,7 +6668,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6639,7 +6677,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -6709,7 +6747,7 @@ export interface operations {
     downloadLabelBySignedUrl: {
         parameters: {
             query?: {
-                /** @description when the URL expires, in Unix seconds */
+                /** @description when the URL expires, in Unix seconds, as `label_url` writes it (digits only, no leading zero): any other spelling is `403 invalid_signature` */
                 expires?: number;
                 /** @description hex HMAC of the URL */
                 signature?: string;
@@ -6747,7 +6785,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `invalid_signature`, `url_expired` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `invalid_signature`, `url_expired` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6756,7 +6794,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "invalid_signature" | "url_expired";
+                            code: "cross_site_request" | "host_not_allowed" | "invalid_signature" | "url_expired";
                         };
                     };
                 };
@@ -6877,7 +6915,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `https_required`, `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `https_required`, `insufficient_scope` */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -6889,7 +6927,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "https_required" | "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "https_required" | "insufficient_scope";
                         };
                     };
                 };
@@ -7039,7 +7077,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7048,7 +7086,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -7195,7 +7233,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7204,7 +7242,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -7351,7 +7389,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7360,7 +7398,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -7507,7 +7545,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7516,7 +7554,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -7663,7 +7701,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7672,7 +7710,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -7819,7 +7857,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7828,7 +7866,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -7971,7 +8009,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -7980,7 +8018,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -8113,7 +8151,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `https_required`, `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `https_required`, `insufficient_scope` */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -8125,7 +8163,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "https_required" | "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "https_required" | "insufficient_scope";
                         };
                     };
                 };
@@ -8262,7 +8300,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `https_required`, `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `https_required`, `insufficient_scope` */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -8274,7 +8312,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "https_required" | "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "https_required" | "insufficient_scope";
                         };
                     };
                 };
@@ -8443,7 +8481,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `https_required`, `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `https_required`, `insufficient_scope` */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -8455,7 +8493,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "https_required" | "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "https_required" | "insufficient_scope";
                         };
                     };
                 };
@@ -8607,7 +8645,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `https_required`, `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `https_required`, `insufficient_scope` */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -8619,7 +8657,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "https_required" | "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "https_required" | "insufficient_scope";
                         };
                     };
                 };
@@ -8792,7 +8830,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `https_required`, `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `https_required`, `insufficient_scope` */
             403: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -8804,7 +8842,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "https_required" | "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "https_required" | "insufficient_scope";
                         };
                     };
                 };
@@ -8982,7 +9020,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -8991,7 +9029,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -9094,7 +9132,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9103,7 +9141,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -9232,7 +9270,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9241,7 +9279,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -9374,7 +9412,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9383,7 +9421,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -9529,7 +9567,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9538,7 +9576,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -9653,7 +9691,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9662,7 +9700,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -9777,7 +9815,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9786,7 +9824,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -9929,7 +9967,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -9938,7 +9976,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -10068,7 +10106,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10077,7 +10115,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -10176,7 +10214,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10185,7 +10223,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -10288,7 +10326,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10297,7 +10335,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -10427,7 +10465,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10436,7 +10474,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -10555,7 +10593,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10564,7 +10602,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -10694,7 +10732,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10703,7 +10741,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -10802,7 +10840,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10811,7 +10849,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -10914,7 +10952,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Forbidden: `insufficient_scope` */
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -10923,7 +10961,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "insufficient_scope";
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
                         };
                     };
                 };
@@ -10993,6 +11031,20 @@ export interface operations {
                 content: {
                     "application/json": {
                         [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "cross_site_request" | "host_not_allowed";
+                        };
                     };
                 };
             };

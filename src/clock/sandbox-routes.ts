@@ -73,13 +73,9 @@ export function clockRoutes(clock: ClockService, scheduler: Scheduler) {
       request: { body: jsonBody(AdvanceClockSchema) },
       responses: {
         200: jsonResponse(AdvancedClockSchema, 'The clock, and what ran'),
-        // `invalid_parameter`: a `to` before the clock's present (the clock never moves backwards).
-        ...controlErrors(
-          ...ErrorCodes.body,
-          'invalid_parameter',
-          ...ErrorCodes.validation,
-          ...ErrorCodes.write,
-        ),
+        // `invalid_field` also for a `to` before the clock's present, or a negative `by` (the clock
+        // never moves backwards), and for a move past ten years or the end of time.
+        ...controlErrors(...ErrorCodes.body, ...ErrorCodes.validation, ...ErrorCodes.write),
       },
     }),
     async (c) => {

@@ -6,7 +6,7 @@ import {
   parseDuration,
   startClock,
 } from '../core/clock.js';
-import { ApiError, invalidField, invalidParameter } from '../core/errors.js';
+import { ApiError, invalidField } from '../core/errors.js';
 import { DAY, END_OF_TIME, formatTimestamp } from '../core/time.js';
 import type { Sql } from '../db/sql.js';
 import type { RanJob } from '../scheduler/queue.js';
@@ -76,7 +76,7 @@ export class ClockService {
   /**
    * Moves the clock forward by a duration or to an instant, running every job that falls due on the
    * way, in time order, before it answers. The clock never moves backwards: a target before the
-   * clock's present is a 400 `invalid_parameter`. A move is at most ten years, and never past the
+   * clock's present is a 422 `invalid_field`. A move is at most ten years, and never past the
    * end of time (9999-12-31T23:59:59Z): beyond either is `422 invalid_field`, and the clock stays.
    */
   async advance(accountId: string, request: AdvanceRequest): Promise<ClockView & { ran: RanJob[] }> {
@@ -89,7 +89,7 @@ export class ClockService {
     const requestedAt = clockNow(await this.load(accountId), realNow());
     const to = 'to' in request ? parseInstant(request.to, 'to') : undefined;
     if (to !== undefined && to < requestedAt) {
-      throw invalidParameter(
+      throw invalidField(
         'to',
         `The clock never moves backwards: ${formatTimestamp(to)} is before the clock's present, ${formatTimestamp(requestedAt)}.`,
       );

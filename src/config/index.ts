@@ -11,4 +11,10 @@ export {
   parseCommandLine,
   testConfig,
 } from './command-line.js';
-export { type Config, SETTINGS, webhookTargetsOf } from './settings.js';
+export {
+  type Config,
+  listensOnLoopback,
+  offersDefaultAccount,
+  SETTINGS,
+  webhookTargetsOf,
+} from './settings.js';

@@ -1,4 +1,5 @@
 import { MAX_RETRIES, RETRY_DELAY_RULE, retryDelayMillis } from '../core/duration.js';
+import { isLoopbackHost } from '../core/hosts.js';
 import { z } from '../core/zod.js';
 import { booleanText, durationText, hostNames, LOG_LEVELS, port } from './values.js';
 
@@ -180,7 +181,8 @@ export const SETTINGS = {
     kind: 'string',
     placeholder: 'token',
     defaultText: 'none',
-    description: 'require Authorization: Bearer <token> to create accounts (for shared deployments)',
+    description:
+      "require Authorization: Bearer <token> to create accounts, and X-Sandbox-Admin-Token: <token> to change an account's plan or rate limiting (for shared deployments; no default account then)",
     schema: z.string().min(8, 'must be at least 8 characters').optional(),
   },
   allowHttpWebhooks: {
@@ -245,6 +247,16 @@ export const SETTINGS = {
     description: 'a host name or address webhooks may deliver to whatever the policy says (repeatable)',
     schema: hostNames({ brackets: true }),
   },
+  allowedHosts: {
+    flag: 'allowed-host',
+    env: 'SANDBOX_ALLOWED_HOSTS',
+    kind: 'list',
+    placeholder: 'host',
+    defaultText: 'none',
+    description:
+      'on a loopback --host, a name requests may use besides localhost, 127.0.0.1 and ::1 (others get 403 host_not_allowed); repeatable',
+    schema: hostNames({ brackets: true }),
+  },
   shutdownTimeoutMs: {
     flag: 'shutdown-timeout',
     env: 'SANDBOX_SHUTDOWN_TIMEOUT',
@@ -270,6 +282,21 @@ export const SETTINGS = {
       .min(1, 'must be at least 1')
       .max(1_000_000, 'must be at most 1000000')
       .default(1000),
+  },
+  maxConnectionsPerClient: {
+    flag: 'max-connections-per-client',
+    env: 'SANDBOX_MAX_CONNECTIONS_PER_CLIENT',
+    kind: 'string',
+    placeholder: 'number',
+    defaultText: '100',
+    description:
+      'open connections one client address may hold at once, over both ports; more are closed as they arrive (behind a proxy every client is the proxy)',
+    schema: z.coerce
+      .number({ message: 'must be a number' })
+      .int('must be a whole number')
+      .min(1, 'must be at least 1')
+      .max(1_000_000, 'must be at most 1000000')
+      .default(100),
   },
   portFile: {
     flag: 'port-file',
@@ -335,6 +362,19 @@ export type Config = { [K in keyof Settings]: z.output<Settings[K]['schema']> };
  */
 export function webhookTargetsOf(config: Pick<Config, 'webhookTargets' | 'host'>): 'local' | 'public' {
   if (config.webhookTargets) return config.webhookTargets;
-  const host = config.host.replace(/^\[|\]$/g, '');
-  return host === 'localhost' || host === '::1' || /^127\./.test(host) ? 'local' : 'public';
+  return listensOnLoopback(config) ? 'local' : 'public';
+}
+
+/** Whether the sandbox listens on a loopback address only: a developer's machine, not a shared host. */
+export function listensOnLoopback(config: Pick<Config, 'host'>): boolean {
+  return isLoopbackHost(config.host);
+}
+
+/**
+ * Whether the sandbox has the default account, whose key is published (fixtures/, the README): only on
+ * a developer's machine, listening on loopback without an admin token. Anywhere else that key would let
+ * anyone who reaches the port into an account.
+ */
+export function offersDefaultAccount(config: Pick<Config, 'host' | 'adminToken'>): boolean {
+  return listensOnLoopback(config) && config.adminToken === undefined;
 }

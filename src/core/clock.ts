@@ -1,5 +1,5 @@
 import { durationMillis } from './duration.js';
-import { invalidField, invalidParameter } from './errors.js';
+import { invalidField } from './errors.js';
 import { END_OF_TIME } from './time.js';
 
 /**
@@ -59,6 +59,6 @@ export function parseDuration(value: unknown, field: string): number {
     );
   }
   if (millis < 0)
-    throw invalidParameter(field, `'${field}' must not be negative: the clock never moves backwards.`);
+    throw invalidField(field, `'${field}' must not be negative: the clock never moves backwards.`);
   return Math.round(millis);
 }

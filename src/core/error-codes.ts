@@ -13,6 +13,10 @@ export const ERROR_CODES = {
     status: 400,
     when: "Node's HTTP parser refused the request (its request line or a header)",
   },
+  https_port_needs_tls: {
+    status: 400,
+    when: 'plain HTTP sent to the HTTPS port (the connection is closed after this answer)',
+  },
   invalid_json: { status: 400, when: 'the body is not valid JSON, or not a JSON object' },
   unsupported_content_type: { status: 400, when: 'a body sent without `Content-Type: application/json`' },
   invalid_parameter: { status: 400, when: 'a bad query or path parameter; `field` names it' },
@@ -20,6 +24,18 @@ export const ERROR_CODES = {
   missing_api_key: { status: 401, when: 'no `Authorization: Bearer` header' },
   invalid_api_key: { status: 401, when: 'an unknown, malformed or revoked key, or a live key' },
   insufficient_scope: { status: 403, when: 'the key lacks a scope this request needs; the message names it' },
+  admin_token_required: {
+    status: 403,
+    when: "changing an account's plan or rate limiting on a sandbox with an admin token, without it (`X-Sandbox-Admin-Token`)",
+  },
+  host_not_allowed: {
+    status: 403,
+    when: 'a sandbox on a loopback address got a request for another host name (`--allowed-host` adds names)',
+  },
+  cross_site_request: {
+    status: 403,
+    when: 'a browser marked the request `Sec-Fetch-Site: cross-site` (a page of another site made it)',
+  },
   https_required: { status: 403, when: 'plain HTTP to `/v1` while the sandbox runs with `--strict-https`' },
   url_expired: { status: 403, when: 'a pre-signed label URL past its expiry' },
   invalid_signature: { status: 403, when: 'a pre-signed label URL that was altered' },

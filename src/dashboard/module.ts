@@ -43,6 +43,13 @@ export function dashboardModule(
     if (wantsPage && c.req.header('accept')?.includes('text/html')) return c.redirect('dashboard', 302);
     await next();
   });
+  // `/dashboard/` and `/docs/` lead to the pages: at those paths the pages' relative links would miss.
+  // A relative Location (as above), not hono/trailing-slash's, which is absolute and built from the
+  // request's Host and scheme: behind a TLS-terminating proxy, or one that serves the sandbox under a
+  // path of its own, that sends the browser to the wrong place.
+  for (const page of ['dashboard', 'docs']) {
+    root.get(`/${page}/`, (c) => c.redirect(`../${page}${new URL(c.req.url).search}`, 301));
+  }
 
   return {
     name: 'dashboard',

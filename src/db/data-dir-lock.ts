@@ -1,9 +1,14 @@
-import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
+import { checkWritable, DirectoryError, makeDirectories } from '../core/directories.js';
 
 /** The lock's own small database, beside the sandbox's; it holds who owns the directory, nothing else. */
 export const LOCK_FILE = 'sandbox.lock';
+
+/** A data directory that cannot be created or written; the message names it and says why. */
+export class DataDirectoryUnusable extends Error {
+  override name = 'DataDirectoryUnusable';
+}
 
 /** A second server on a data directory that a running one owns. */
 export class DataDirectoryInUse extends Error {
@@ -36,7 +41,7 @@ export interface DataDirectoryLock {
  */
 export function lockDataDirectory(dataDir: string): DataDirectoryLock {
   const dir = resolve(dataDir);
-  mkdirSync(dir, { recursive: true });
+  prepareDataDirectory(dir);
   const path = join(dir, LOCK_FILE);
   let db: Database.Database;
   try {
@@ -61,6 +66,19 @@ export function lockDataDirectory(dataDir: string): DataDirectoryLock {
       db.close();
     },
   };
+}
+
+/** Makes the directory if it is missing, and checks that the sandbox can write there. */
+export function prepareDataDirectory(dir: string): void {
+  try {
+    makeDirectories(dir);
+    checkWritable(dir);
+  } catch (error) {
+    if (!(error instanceof DirectoryError)) throw error;
+    throw new DataDirectoryUnusable(
+      `the data directory ${error.message}; choose another with --data-dir (or run with --memory)`,
+    );
+  }
 }
 
 /**

@@ -1,6 +1,6 @@
-import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
+import { makeDirectories } from '../core/directories.js';
 
 export type Db = Database.Database;
 
@@ -20,7 +20,7 @@ export const MEMORY_PAGE_CACHE_KIB = 512;
 export function databaseLocation(options: { memory: boolean; dataDir: string }): string {
   if (options.memory) return ':memory:';
   const dir = resolve(options.dataDir);
-  mkdirSync(dir, { recursive: true });
+  makeDirectories(dir);
   return join(dir, DATABASE_FILE);
 }
 

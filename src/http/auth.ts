@@ -66,7 +66,7 @@ export const requireFullKey: MiddlewareHandler<AppEnv> = async (c, next) => {
  */
 export function requireAdminToken(token: string | undefined): MiddlewareHandler<AppEnv> {
   if (token === undefined) return (_c, next) => next();
-  const expected = Buffer.from(token);
+  const isToken = tokenCheck(token);
   return async (c, next) => {
     const match = BEARER.exec(c.req.header('authorization') ?? '');
     if (!match) {
@@ -76,10 +76,41 @@ export function requireAdminToken(token: string | undefined): MiddlewareHandler<
         'Creating accounts on this sandbox needs its admin token as a Bearer token.',
       );
     }
-    const given = Buffer.from(match[1] as string);
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+    if (!isToken(match[1] as string))
       throw new ApiError(401, 'invalid_api_key', 'The admin token is not valid.');
-    }
     await next();
+  };
+}
+
+/** The header that carries the admin token beside an account's key. */
+export const ADMIN_TOKEN_HEADER = 'x-sandbox-admin-token';
+
+/**
+ * Sets `admin` on the request: whether it may do what needs the admin token (change an account's plan
+ * or rate limiting). With no token configured, every request may. A token that is sent but wrong is
+ * refused at once (`403 admin_token_required`) rather than ignored, so a misconfigured client learns it.
+ */
+export function readAdminToken(token: string | undefined): MiddlewareHandler<AppEnv> {
+  const isToken = token === undefined ? undefined : tokenCheck(token);
+  return async (c, next) => {
+    const given = c.req.header(ADMIN_TOKEN_HEADER);
+    if (isToken && given !== undefined && !isToken(given)) {
+      throw new ApiError(
+        403,
+        'admin_token_required',
+        `The ${ADMIN_TOKEN_HEADER} header does not hold this sandbox's admin token.`,
+      );
+    }
+    c.set('admin', isToken === undefined || given !== undefined);
+    await next();
+  };
+}
+
+/** Compares a presented token with the configured one in constant time (for equal lengths). */
+function tokenCheck(token: string): (given: string) => boolean {
+  const expected = Buffer.from(token);
+  return (text) => {
+    const given = Buffer.from(text);
+    return given.length === expected.length && timingSafeEqual(given, expected);
   };
 }

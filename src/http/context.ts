@@ -16,6 +16,11 @@ export interface AppEnv {
     bodyText: string;
     /** Set when an injected fault dropped the connection: there is no answer to journal. */
     dropped: boolean;
+    /**
+     * Whether the request may do what needs the admin token: it carries the server's token in
+     * `X-Sandbox-Admin-Token`, or the server has none (see `readAdminToken`).
+     */
+    admin: boolean;
     /** The error the request was answered with, when it was (see `respondWithError`). */
     answeredError: ApiError;
   };

@@ -1,8 +1,9 @@
 import { createPrivateKey, type KeyObject, X509Certificate } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';
+import { makeDirectories } from '../core/directories.js';
 import { ConfigError } from '../core/errors.js';
 import { ipVersion, selfSignedCertificate } from './certificate.js';
 
@@ -193,9 +194,9 @@ async function keptInDataDir(
     logger?.warn({ certificatePath, reason }, 'replacing the kept HTTPS certificate');
   }
   try {
-    mkdirSync(dir, { recursive: true });
+    makeDirectories(dir);
   } catch (error) {
-    throw new Error(`Cannot create ${dir} for the HTTPS certificate: ${(error as Error).message}`);
+    throw new Error(`Cannot keep the HTTPS certificate: ${(error as Error).message}`);
   }
   return { ...(await generateInto(dir, certificateNames(asked), now)), dispose() {} };
 }

@@ -12,6 +12,7 @@ import type { Duplex } from 'node:stream';
 import { getRequestListener, RequestError } from '@hono/node-server';
 import type { Logger } from 'pino';
 import { ApiError } from '../core/errors.js';
+import { type ConnectionsPerClient, gateConnections } from './connections.js';
 
 /**
  * Node's HTTP server under the Hono app: how long a client may take, how many may be connected, and
@@ -60,11 +61,13 @@ export interface ListenerOptions {
   /** Serve HTTPS with this certificate and key; plain HTTP without. */
   tls?: { cert: string; key: string } | undefined;
   limits: TransportLimits;
+  /** The open connections of each client address, shared by the listeners of one sandbox. */
+  clients?: ConnectionsPerClient | undefined;
   logger: Logger;
 }
 
 /** An HTTP or HTTPS server for the app, not yet listening. */
-export function createListener({ fetch, hostname, tls, limits, logger }: ListenerOptions): Server {
+export function createListener({ fetch, hostname, tls, limits, clients, logger }: ListenerOptions): Server {
   const handle = getRequestListener(fetch, {
     hostname,
     errorHandler: (error) => jsonResponse(adapterError(error, logger)),
@@ -148,10 +151,32 @@ export function createListener({ fetch, hostname, tls, limits, logger }: Listene
   });
 
   server.on('drop', refusedConnectionWarning(logger, limits.maxConnections));
+  gateConnections(server, {
+    clients,
+    onRefused: refusedClientWarning(logger, clients?.max),
+    ...(tls
+      ? {
+          tls: {
+            firstBytesTimeoutMs: limits.tlsHandshakeTimeoutMs,
+            onPlainText: (socket) => {
+              // The request is read and dropped, so that the client sees the answer, not a reset.
+              socket.resume();
+              answerAndClose(socket, PLAIN_HTTP_ON_HTTPS_PORT);
+            },
+          },
+        }
+      : {}),
+  });
   return server;
 }
 
-const JSON_HEADERS = { 'content-type': 'application/json' };
+const PLAIN_HTTP_ON_HTTPS_PORT = new ApiError(
+  400,
+  'https_port_needs_tls',
+  "This is the sandbox's HTTPS port: call it with https://, or call the HTTP port with http://.",
+);
+
+const JSON_HEADERS = { 'content-type': 'application/json', 'x-content-type-options': 'nosniff' };
 
 /** An error answered through Node's response, outside the app. */
 function answer(response: ServerResponse, error: ApiError, { close }: { close: boolean }): void {
@@ -223,6 +248,7 @@ function rawResponse(error: ApiError): string {
   return [
     `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status] ?? ''}`,
     'Content-Type: application/json',
+    'X-Content-Type-Options: nosniff',
     `Content-Length: ${Buffer.byteLength(body)}`,
     `Date: ${new Date().toUTCString()}`,
     'Connection: close',
@@ -232,6 +258,26 @@ function rawResponse(error: ApiError): string {
 }
 
 const seconds = (ms: number) => `${ms / 1000} s`;
+
+/**
+ * A warning when a client's connections are refused at its cap, at most once a minute, with how many
+ * were refused since the last one and the address of the latest.
+ */
+function refusedClientWarning(logger: Logger, maxConnectionsPerClient: number | undefined) {
+  let refused = 0;
+  let quietUntil = 0;
+  return (address: string) => {
+    refused += 1;
+    const now = Date.now();
+    if (now < quietUntil) return;
+    logger.warn(
+      { maxConnectionsPerClient, refused, address },
+      'refusing connections: a client holds --max-connections-per-client open already',
+    );
+    refused = 0;
+    quietUntil = now + 60_000;
+  };
+}
 
 /**
  * A warning when connections are refused at the cap, at most once a minute (a flood of them would

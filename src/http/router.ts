@@ -85,6 +85,8 @@ const API_CODES = [
   'missing_api_key',
   'invalid_api_key',
   'insufficient_scope',
+  'host_not_allowed',
+  'cross_site_request',
   'https_required',
   'method_not_allowed',
   'rate_limit_exceeded',
@@ -101,6 +103,8 @@ const CONTROL_CODES = [
   'missing_api_key',
   'invalid_api_key',
   'insufficient_scope',
+  'host_not_allowed',
+  'cross_site_request',
   'method_not_allowed',
   'internal_error',
   'service_unavailable',
@@ -108,6 +112,8 @@ const CONTROL_CODES = [
 
 /** Codes a route that takes no key can answer (503: the database cannot be reached). */
 const OPEN_CODES = [
+  'host_not_allowed',
+  'cross_site_request',
   'method_not_allowed',
   'internal_error',
   'service_unavailable',

@@ -31,7 +31,8 @@ const SignatureQuery = z.object({
     .openapi({
       param: { name: 'expires', in: 'query' },
       type: 'integer',
-      description: 'when the URL expires, in Unix seconds',
+      description:
+        'when the URL expires, in Unix seconds, as `label_url` writes it (digits only, no leading zero): any other spelling is `403 invalid_signature`',
     }),
   signature: z
     .string()

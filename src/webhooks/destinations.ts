@@ -1,5 +1,8 @@
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
+import { normaliseHost } from '../core/hosts.js';
+
+export { isLoopbackHost } from '../core/hosts.js';
 
 /**
  * Where webhooks may deliver (docs/shared.md explains the two policies). Pure logic: it judges a URL's
@@ -164,13 +167,6 @@ export class DestinationPolicy {
   }
 }
 
-/** `localhost`, a name under it, or a loopback address (`127.0.0.0/8`, `::1`, and their IPv6-mapped forms). */
-export function isLoopbackHost(hostname: string): boolean {
-  const host = normaliseHost(hostname);
-  if (host === 'localhost' || host.endsWith('.localhost')) return true;
-  return isIP(host) !== 0 && ipaddr.process(host).range() === 'loopback';
-}
-
 /** `'url'`'s refusal at registration: which kind of address, under which policy, and the operator's flag. */
 export function registrationRefusal(refusal: Refusal): string {
   const where = refusal.via
@@ -237,27 +233,5 @@ function embeddedIPv4(address: ipaddr.IPv6, range: string): ipaddr.IPv4[] {
       return address.match(IPV4_COMPATIBLE) ? [last()] : [];
     default:
       return [];
-  }
-}
-
-/**
- * One spelling per host, as the URL parser writes it: lower case, no brackets around IPv6, no
- * trailing dot (`metadata.` is `metadata`), an IPv4 address in dotted decimal however it was
- * written (`0x7f.1`), and an IPv6 one in its canonical form (`::ffff:7f00:1` is `127.0.0.1`), so an
- * allow-list entry, a URL's host and a resolver's answer compare equal however each is written.
- */
-export function normaliseHost(host: string): string {
-  const text = host
-    .trim()
-    .toLowerCase()
-    .replace(/^\[|\]$/g, '')
-    .replace(/\.$/, '');
-  if (isIP(text)) return ipaddr.process(text).toString();
-  if (text.includes(':')) return text;
-  try {
-    const parsed = new URL(`http://${text}/`).hostname.replace(/\.$/, '');
-    return isIP(parsed) ? ipaddr.process(parsed).toString() : parsed;
-  } catch {
-    return text;
   }
 }

@@ -4,7 +4,7 @@ import { newId } from '../core/ids.js';
 import { formatTimestamp } from '../core/time.js';
 import type { Sql } from '../db/sql.js';
 import { type DestinationPolicy, isLoopbackHost, registrationRefusal } from './destinations.js';
-import type { CreateWebhookInput, UpdateWebhookInput } from './schema.js';
+import { type CreateWebhookInput, type UpdateWebhookInput, URL_MAX_LENGTH } from './schema.js';
 import type { AttemptRecord, WebhookRecord, WebhookStore } from './store.js';
 
 /** What a webhook's URL must satisfy: the server's destination policy and its plain-http rule. */
@@ -40,7 +40,12 @@ export function checkWebhookUrl(raw: string, rules: WebhookUrlRules): string {
       "'url' must be https://; plain http:// is accepted only for localhost and 127.0.0.1 (or with --allow-http-webhooks).",
     );
   }
-  return url.toString();
+  // The schema caps the text as sent; what is stored and requested at every attempt is percent-encoded,
+  // up to nine times longer (a non-ASCII character), so the cap holds for that too.
+  const encoded = url.toString();
+  if (encoded.length > URL_MAX_LENGTH)
+    throw invalidField('url', `'url' must be at most ${URL_MAX_LENGTH} characters once percent-encoded.`);
+  return encoded;
 }
 
 export function presentWebhook(webhook: WebhookRecord) {

@@ -1,0 +1,91 @@
+import type { MiddlewareHandler } from 'hono';
+import { secureHeaders } from 'hono/secure-headers';
+import { ApiError } from '../core/errors.js';
+import { isLoopbackHost, normaliseHost } from '../core/hosts.js';
+import type { AppEnv } from './context.js';
+
+/**
+ * What web pages may do to a sandbox through a browser: a developer's sandbox on loopback is reachable
+ * from every page the developer opens, and a shared one from every page its users open.
+ */
+
+/**
+ * `X-Content-Type-Options: nosniff` on every answer, so that a browser never reads a JSON body (which
+ * echoes what clients sent) as a script or a page. Hono's secure-headers middleware with that header
+ * alone: the rest of its defaults (a same-origin resource policy, HSTS, a frame policy) would change
+ * what clients of an API may do, and the pages set their own policies (src/dashboard/pages.ts).
+ */
+export const noSniffing = (): MiddlewareHandler<AppEnv> =>
+  secureHeaders({
+    xContentTypeOptions: true,
+    crossOriginEmbedderPolicy: false,
+    crossOriginResourcePolicy: false,
+    crossOriginOpenerPolicy: false,
+    originAgentCluster: false,
+    referrerPolicy: false,
+    strictTransportSecurity: false,
+    xDnsPrefetchControl: false,
+    xDownloadOptions: false,
+    xFrameOptions: false,
+    xPermittedCrossDomainPolicies: false,
+    xXssProtection: false,
+    removePoweredBy: false,
+  });
+
+/**
+ * A sandbox listening on loopback answers only requests for a loopback name or address (with any
+ * port), or for a name given with `--allowed-host`: DNS rebinding points a page's own name at
+ * 127.0.0.1, and the browser then lets that page call the sandbox as its own origin, with its name in
+ * `Host`. Both the `Host` header and the request's URL (an absolute-form target) are checked.
+ */
+export function allowOnlyLocalHosts(allowedHosts: readonly string[]): MiddlewareHandler<AppEnv> {
+  const allowed = new Set(allowedHosts.map(normaliseHost));
+  const isAllowed = (host: string) => isLoopbackHost(host) || allowed.has(normaliseHost(host));
+  return async (c, next) => {
+    const header = c.req.header('host');
+    const named = [new URL(c.req.url).hostname, ...(header === undefined ? [] : [hostOfHeader(header)])];
+    const foreign = named.find((host) => !isAllowed(host));
+    if (foreign !== undefined) {
+      const shown = foreign.slice(0, 100);
+      throw new ApiError(
+        403,
+        'host_not_allowed',
+        `This sandbox listens on a loopback address and answers requests for localhost, 127.0.0.1 or [::1] ` +
+          `only, not for '${shown}' (a web page that reaches it under its own name may be DNS rebinding). ` +
+          `If '${shown}' is a name of yours for this machine, start the sandbox with --allowed-host ${shown}.`,
+      );
+    }
+    await next();
+  };
+}
+
+/** The host of a `Host` header, without its port; the whole text when it is no host at all. */
+function hostOfHeader(header: string): string {
+  try {
+    return new URL(`http://${header.trim()}`).hostname;
+  } catch {
+    return header;
+  }
+}
+
+/**
+ * Requests a browser marks `Sec-Fetch-Site: cross-site`, made by a page of another site (a form, an
+ * image, a script's fetch), are refused: any page could otherwise create accounts with a body-less
+ * POST, or drive an account whose key the browser holds. A label's pre-signed URL may be opened from
+ * anywhere (a merchant's own back office links to it). Pages of the same site (a developer's front end
+ * on another localhost port), the sandbox's own pages, and clients that are no browser send another
+ * value or none. Not `hono/csrf`: it judges only unsafe methods with a form's content types.
+ */
+export const refuseCrossSiteRequests: MiddlewareHandler<AppEnv> = async (c, next) => {
+  const site = c.req.header('sec-fetch-site')?.trim().toLowerCase();
+  if (site === 'cross-site' && !(c.req.method === 'GET' && c.req.path.startsWith('/cdn/labels/'))) {
+    throw new ApiError(
+      403,
+      'cross_site_request',
+      'The sandbox takes no requests that a page of another site made through a browser ' +
+        '(Sec-Fetch-Site: cross-site); only label files (/cdn) may be fetched that way. Call it from your ' +
+        'own code, or open its address yourself.',
+    );
+  }
+  await next();
+};
