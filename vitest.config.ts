@@ -7,6 +7,7 @@ import { defineConfig } from 'vitest/config';
  * the SQLite file itself) run once.
  */
 const ON_POSTGRES = [
+  'test/account-caps.test.ts',
   'test/account-controls.test.ts',
   'test/auth.test.ts',
   'test/bounds.test.ts',
@@ -15,8 +16,10 @@ const ON_POSTGRES = [
   'test/labels-api.test.ts',
   'test/methods.test.ts',
   'test/page-cache.test.ts',
+  'test/paged-lists.test.ts',
   'test/rate-limits.test.ts',
   'test/report.test.ts',
+  'test/reset-memory.test.ts',
   'test/sandbox-clock.test.ts',
   'test/sandbox-scopes.test.ts',
   'test/sandbox-twins.test.ts',

@@ -10,6 +10,9 @@
  *   --shipments <n>        shipments to create, as bench/scale.ts does (default 20000)
  *   --labels <n>           instead: shipments with a ZPL label each, as bench/labels.ts does
  *   --lists                after the inserts, the list runs of bench/scale.ts (and a page walk)
+ *   --accounts <n>         instead: n accounts at their caps (100 webhooks and 100 fault rules each, shipments
+ *                          read twice so that their answers are kept, a journal), then each account reset:
+ *                          what a reset lets go of (docs/behaviour.md), after a full collection
  *   --duration <s>         seconds of each list run (default 10)
  *   --connections <n>      (default 10)
  *   --node-arg <flag>      a node flag for the sandbox, repeatable
@@ -23,7 +26,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ROOT, SANDBOX_FLAGS, SANDBOX_NODE_FLAGS } from './children.js';
-import { createAccount, createLabels, createShipments, headersFor, round, runLoad } from './load.js';
+import { api, createAccount, createLabels, createShipments, headersFor, round, runLoad } from './load.js';
 
 const { values } = parseArgs({
   options: {
@@ -31,6 +34,7 @@ const { values } = parseArgs({
     shipments: { type: 'string', default: '20000' },
     labels: { type: 'string' },
     lists: { type: 'boolean', default: false },
+    accounts: { type: 'string' },
     duration: { type: 'string', default: '10' },
     connections: { type: 'string', default: '10' },
     'node-arg': { type: 'string', multiple: true, default: [] },
@@ -215,46 +219,77 @@ const show = async (step: string, gc = false) => {
   for (const [name, value] of Object.entries(lines)) console.log(`  ${name.padEnd(38)} ${value}`);
 };
 
+/** An account at its caps, using what the sandbox keeps in memory for it; its key. */
+async function fillAccount(url: string, index: number): Promise<string> {
+  const key = await createAccount(url, `memory-breakdown ${index}`);
+  const post = (path: string, body: unknown) => api(url, key, 'POST', path, body);
+  for (let start = 0; start < 100; start += 10) {
+    await Promise.all(
+      Array.from({ length: 10 }, (_, j) => [
+        post('/v1/webhooks', {
+          url: `http://127.0.0.1:9/hooks/${start + j}`,
+          events: ['tracking.exception'],
+          secret: 'whsec_memory-breakdown-secret',
+        }),
+        post('/_sandbox/faults', { path: `/v1/nowhere/${start + j}`, status: 503 }),
+      ]).flat(),
+    );
+  }
+  await createShipments(url, key, 20, 5, { unique: true });
+  for (let read = 0; read < 2; read++) await api(url, key, 'GET', '/v1/shipments?limit=20');
+  return key;
+}
+
 try {
-  const key = await createAccount(sandbox.url, 'memory-breakdown');
-  await show('idle');
-  const started = performance.now();
-  let failures = 0;
-  for (let slice = 0; slice < 10; slice++) {
-    const count = Math.floor(shipments / 10) + (slice < shipments % 10 ? 1 : 0);
-    const made = await createShipments(sandbox.url, key, count, connections, {
-      unique: !labels,
-      collectIds: labels > 0,
-    });
-    failures += made.failures;
-    if (labels) failures += (await createLabels(sandbox.url, key, made.ids, 'zpl', connections)).failures;
-  }
-  const seconds = (performance.now() - started) / 1000;
-  console.log(
-    `\n${shipments} shipments${labels ? ' with ZPL labels' : ''} (${memory ? '--memory' : 'file mode'}) in ${round(seconds, 1)} s, ${failures} failed`,
-  );
-  await show('after the inserts');
-  if (values.lists) {
-    const list = (conns: number, secs: number) =>
-      runLoad({
-        url: sandbox.url,
-        path: '/v1/shipments?limit=20',
-        headers: headersFor(key),
-        connections: conns,
-        duration: secs,
+  if (values.accounts !== undefined) {
+    const count = Number(values.accounts);
+    await show('idle, after a full GC', true);
+    const keys: string[] = [];
+    for (let i = 0; i < count; i++) keys.push(await fillAccount(sandbox.url, i));
+    await show(`${count} accounts at their caps, after a full GC`, true);
+    for (const key of keys) await api(sandbox.url, key, 'POST', '/_sandbox/reset');
+    await show(`${count} accounts reset, after a full GC`, true);
+  } else {
+    const key = await createAccount(sandbox.url, 'memory-breakdown');
+    await show('idle');
+    const started = performance.now();
+    let failures = 0;
+    for (let slice = 0; slice < 10; slice++) {
+      const count = Math.floor(shipments / 10) + (slice < shipments % 10 ? 1 : 0);
+      const made = await createShipments(sandbox.url, key, count, connections, {
+        unique: !labels,
+        collectIds: labels > 0,
       });
-    await list(connections, duration);
-    await list(1, Math.max(1, duration / 2));
-    let cursor: string | null = null;
-    do {
-      const query: string = cursor ? `limit=100&cursor=${encodeURIComponent(cursor)}` : 'limit=100';
-      const response = await fetch(`${sandbox.url}/v1/shipments?${query}`, { headers: headersFor(key) });
-      const page = (await response.json()) as { meta: { cursor: string | null; has_more: boolean } };
-      cursor = page.meta.has_more ? page.meta.cursor : null;
-    } while (cursor);
-    await show('after the list runs');
+      failures += made.failures;
+      if (labels) failures += (await createLabels(sandbox.url, key, made.ids, 'zpl', connections)).failures;
+    }
+    const seconds = (performance.now() - started) / 1000;
+    console.log(
+      `\n${shipments} shipments${labels ? ' with ZPL labels' : ''} (${memory ? '--memory' : 'file mode'}) in ${round(seconds, 1)} s, ${failures} failed`,
+    );
+    await show('after the inserts');
+    if (values.lists) {
+      const list = (conns: number, secs: number) =>
+        runLoad({
+          url: sandbox.url,
+          path: '/v1/shipments?limit=20',
+          headers: headersFor(key),
+          connections: conns,
+          duration: secs,
+        });
+      await list(connections, duration);
+      await list(1, Math.max(1, duration / 2));
+      let cursor: string | null = null;
+      do {
+        const query: string = cursor ? `limit=100&cursor=${encodeURIComponent(cursor)}` : 'limit=100';
+        const response = await fetch(`${sandbox.url}/v1/shipments?${query}`, { headers: headersFor(key) });
+        const page = (await response.json()) as { meta: { cursor: string | null; has_more: boolean } };
+        cursor = page.meta.has_more ? page.meta.cursor : null;
+      } while (cursor);
+      await show('after the list runs');
+    }
+    await show('after a full GC (forced; not what the benchmark sees)', true);
   }
-  await show('after a full GC (forced; not what the benchmark sees)', true);
   if (values.json) writeFileSync(values.json, `${JSON.stringify(report, null, 2)}\n`);
 } finally {
   sandbox.child.kill('SIGTERM');

@@ -104,6 +104,34 @@ describe.concurrent('the command line: webhooks', () => {
   );
 
   it(
+    'lists every webhook, page after page, of an account that holds more than a page',
+    async () => {
+      const key = await newAccountAt(sandbox.origin);
+      const accountId = (await api('GET', '/_sandbox/account', key)).body.id as string;
+      // Past the cap, as an account registered before there was one: only then is there a second page.
+      const { db, stores } = sandbox.sandbox;
+      for (let i = 0; i < 102; i++) {
+        await stores.webhooks.insert(db, {
+          id: `wh_cli${String(i).padStart(3, '0')}`,
+          accountId,
+          url: `http://127.0.0.1:9/hooks/${i}`,
+          events: ['shipment.created'],
+          secret: 'whsec_0123456789abcdef',
+          status: 'active',
+          createdAt: Date.UTC(2026, 0, 1) + i,
+        });
+      }
+      const listed = json(await cli(key, ['webhooks']));
+      expect(listed.data.map((w: { id: string }) => w.id)).toEqual(
+        Array.from({ length: 102 }, (_, i) => `wh_cli${String(101 - i).padStart(3, '0')}`),
+      );
+      expect(listed.meta).toEqual({ total: 102, cursor: null, has_more: false });
+      expect(await journaled(key)).toEqual([]);
+    },
+    SPAWNS,
+  );
+
+  it(
     'refuses what the sandbox refuses, with its message, status and code',
     async () => {
       const key = await newAccountAt(sandbox.origin);
@@ -284,6 +312,28 @@ describe.concurrent('the command line: faults', () => {
       expect(json(await cli(key, ['faults', 'delete', '--all']))).toEqual({ deleted: true });
       expect(json(await cli(key, ['faults'])).data).toEqual([]);
       expect(await journaled(key)).toEqual([]);
+    },
+    SPAWNS,
+  );
+
+  it(
+    'lists every rule past a page, or the newest n with --limit and a word on the rest',
+    async () => {
+      const key = await newAccountAt(sandbox.origin);
+      await api('POST', '/_sandbox/clock', key, { frozen: true });
+      for (let i = 0; i < 23; i++)
+        await api('POST', '/_sandbox/faults', key, { path: `/v1/x/${i}`, status: 503 });
+      const every = json(await cli(key, ['faults']));
+      expect(every.data.map((rule: { path: string }) => rule.path)).toEqual(
+        Array.from({ length: 23 }, (_, i) => `/v1/x/${22 - i}`),
+      );
+      expect(json(await cli(key, ['faults', '--limit', '3'])).meta).toMatchObject({
+        total: 23,
+        has_more: true,
+      });
+      const newest = await cli(key, ['faults', '--limit', '3', '--pretty']);
+      expect(newest.stdout.match(/^flt_/gm)).toHaveLength(3);
+      expect(newest.stdout).toMatch(/\nThe newest 3 of 23 rules: leave out --limit to see them all\.\n$/);
     },
     SPAWNS,
   );

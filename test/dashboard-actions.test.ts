@@ -189,6 +189,26 @@ describe('the faults form', { timeout: 30_000 }, () => {
   });
 });
 
+describe('the lists that page', { timeout: 30_000 }, () => {
+  it("show every rule and webhook of an account, past the API's default page of 20", async () => {
+    const account = await newFrozenAccount(session.origin);
+    for (let i = 0; i < 21; i++) {
+      await account.api('POST', '/_sandbox/faults', { path: `/v1/nowhere/${i}`, status: 503 });
+      await account.api('POST', '/_sandbox/webhooks', {
+        url: `http://127.0.0.1:9/hooks/${i}`,
+        events: ['shipment.created'],
+        secret: 'whsec_0123456789abcdef',
+      });
+    }
+    const page = await signedIn(account.key, '#/faults');
+    await page.getByRole('cell', { name: 'any /v1/nowhere/0', exact: true }).waitFor();
+    expect(await page.getByRole('button', { name: /^Remove the fault on / }).count()).toBe(21);
+    await page.getByRole('link', { name: 'Webhooks' }).click();
+    await page.getByRole('link', { name: 'http://127.0.0.1:9/hooks/0' }).waitFor();
+    expect(await page.getByRole('link', { name: /^http:\/\/127\.0\.0\.1:9\/hooks\// }).count()).toBe(21);
+  });
+});
+
 describe('what the dashboard does', { timeout: 60_000 }, () => {
   it("is never taken for the client's requests: no journal entry, no rate limit spent, nothing judged", async () => {
     const account = await newFrozenAccount(session.origin);

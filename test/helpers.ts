@@ -101,13 +101,14 @@ export async function createTestSandbox(
     return response.json as { id: string; carrier: string; rate: { amount: string; currency: string } };
   }
 
-  const { stores, services, scheduler, modules, schema } = sandbox;
+  const { stores, services, scheduler, modules, schema, ports } = sandbox;
   return {
     app,
     database,
     db,
     stores,
     services,
+    ports,
     scheduler,
     modules,
     schema,

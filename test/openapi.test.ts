@@ -196,20 +196,28 @@ describe('/openapi.json', () => {
       'GET /_sandbox/clock/due',
       'GET /_sandbox/emails',
       'GET /_sandbox/events',
+      'GET /_sandbox/faults',
       'GET /_sandbox/requests',
       'GET /_sandbox/shipments',
+      'GET /_sandbox/webhooks',
       'GET /_sandbox/webhooks/{id}/deliveries',
       'GET /v1/shipments',
+      'GET /v1/webhooks',
     ]);
     for (const [key, schema] of limits) {
       expect(schema, key).toMatchObject({ type: 'integer', minimum: 1 });
       expect(schema.maximum, key).toBeGreaterThanOrEqual(100);
       expect(schema.default, key).toBeLessThanOrEqual(schema.maximum as number);
     }
-    expect(doc.paths['/shipments'].get.parameters.find((p: any) => p.name === 'limit').schema).toMatchObject({
-      maximum: 100,
-      default: 20,
-    });
+    // The contract's page, and every list that pages by cursor as shipments do.
+    for (const path of ['/shipments', '/webhooks', '/_sandbox/webhooks', '/_sandbox/faults']) {
+      const parameters: { name: string; schema: JsonSchema }[] = doc.paths[path].get.parameters;
+      expect(parameters.find((p) => p.name === 'limit')?.schema, path).toMatchObject({
+        maximum: 100,
+        default: 20,
+      });
+      expect(parameters.find((p) => p.name === 'cursor')?.schema, path).toMatchObject({ type: 'string' });
+    }
     const expires = doc.paths['/cdn/labels/{file}'].get.parameters.find((p: any) => p.name === 'expires');
     expect(expires.schema.type).toBe('integer');
 
@@ -273,6 +281,23 @@ describe('/openapi.json', () => {
       'label_already_scanned',
       'label_already_voided',
       'void_window_expired',
+    ]);
+  });
+
+  it("names limit_reached on exactly the routes that add to an account's capped things", async () => {
+    const doc = await documentOf();
+    const capped = operationsOf(doc)
+      .filter(
+        (o) =>
+          o.operation.responses['422'] && codesOf(o.operation.responses['422']).includes('limit_reached'),
+      )
+      .map(keyOf)
+      .sort();
+    expect(capped).toEqual([
+      'POST /_sandbox/faults',
+      'POST /_sandbox/keys',
+      'POST /_sandbox/webhooks',
+      'POST /v1/webhooks',
     ]);
   });
 

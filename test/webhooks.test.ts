@@ -74,7 +74,10 @@ describe('registration', () => {
     expect(created.text).not.toContain(SECRET);
     const { id } = created.json;
     expect((await sandbox.call('GET', `/v1/webhooks/${id}`)).json).toEqual(created.json);
-    expect((await sandbox.call('GET', '/v1/webhooks')).json).toEqual({ data: [created.json] });
+    expect((await sandbox.call('GET', '/v1/webhooks')).json).toEqual({
+      data: [created.json],
+      meta: { total: 1, cursor: null, has_more: false },
+    });
 
     const patched = await sandbox.call('PATCH', `/v1/webhooks/${id}`, {
       body: { events: ['tracking.delivered', 'tracking.exception'], secret: 'another-long-secret-value' },
@@ -84,7 +87,10 @@ describe('registration', () => {
 
     expect((await sandbox.call('DELETE', `/v1/webhooks/${id}`)).json).toEqual({ id, deleted: true });
     expectError(await sandbox.call('GET', `/v1/webhooks/${id}`), 404, 'not_found');
-    expect((await sandbox.call('GET', '/v1/webhooks')).json).toEqual({ data: [] });
+    expect((await sandbox.call('GET', '/v1/webhooks')).json).toEqual({
+      data: [],
+      meta: { total: 0, cursor: null, has_more: false },
+    });
   });
 
   it.each([

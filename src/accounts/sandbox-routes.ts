@@ -156,7 +156,7 @@ export function accountControlRoutes(
       request: { body: jsonBody(CreateKeySchema) },
       responses: {
         201: jsonResponse(CreatedKeySchema, 'The key and its value'),
-        ...controlErrors(...ErrorCodes.body, ...ErrorCodes.validation, ...ErrorCodes.write),
+        ...controlErrors(...ErrorCodes.body, ...ErrorCodes.validation, 'limit_reached', ...ErrorCodes.write),
       },
     }),
     async (c) => c.json(await accounts.createKey(c.get('caller'), c.req.valid('json')), 201),

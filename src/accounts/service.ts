@@ -1,10 +1,12 @@
 import type { Logger } from 'pino';
 import { type Caller, isFullKey, SCOPES } from '../core/actor.js';
+import { ACCOUNT_CAPS, ensureUnderCap } from '../core/caps.js';
 import { type ClockState, clockNow, startClock } from '../core/clock.js';
 import { RETRY_DELAY_RULE, retryDelayMillis } from '../core/duration.js';
 import { ApiError, invalidField, notFound } from '../core/errors.js';
 import { newId } from '../core/ids.js';
 import { formatTimestamp } from '../core/time.js';
+import { holdAccount } from '../db/account-lock.js';
 import type { Sql } from '../db/sql.js';
 import { refuseChangesNeedingAdmin } from './admin-settings.js';
 import { DEFAULT_ACCOUNT, refusePublishedKey } from './default-account.js';
@@ -266,7 +268,10 @@ export class AccountService {
     };
   }
 
-  /** A new key of the caller's account, with at most the caller's own scopes (all of them when not given). */
+  /**
+   * A new key of the caller's account, with at most the caller's own scopes (all of them when not
+   * given), within the account's cap of active keys (counted while the account is held).
+   */
   async createKey(caller: Caller, input: CreateKeyInput) {
     const lacking = input.scopes?.find((scope) => !caller.scopes.includes(scope));
     if (lacking !== undefined) {
@@ -287,7 +292,11 @@ export class AccountService {
       scopes: input.scopes ?? [...caller.scopes],
       createdAt: caller.now,
     };
-    await this.store.insertApiKey(this.db, key, value);
+    await this.db.transaction(async (tx) => {
+      await holdAccount(tx, caller.accountId);
+      ensureUnderCap(await this.store.activeKeyCount(tx, caller.accountId), ACCOUNT_CAPS.activeKeys);
+      await this.store.insertApiKey(tx, key, value);
+    });
     return { id: key.id, name: key.name, scopes: key.scopes, created_at: formatTimestamp(caller.now), value };
   }
 

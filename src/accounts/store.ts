@@ -116,6 +116,7 @@ const SQL = {
     sqlite: 'SELECT * FROM api_keys WHERE account_id = ? ORDER BY created_at DESC, rowid DESC',
     postgres: 'SELECT * FROM api_keys WHERE account_id = ? ORDER BY created_at DESC, seq DESC',
   },
+  countActiveKeys: 'SELECT count(*) FROM api_keys WHERE account_id = ? AND revoked_at IS NULL',
   revokeKey:
     'UPDATE api_keys SET revoked_at = coalesce(revoked_at, @at) WHERE id = @id AND account_id = @accountId',
   lastUsed: 'UPDATE api_keys SET last_used_at = @at WHERE id = @id',
@@ -262,6 +263,11 @@ export class AccountStore {
   /** Newest first, revoked ones included. */
   async keys(q: Sql, accountId: string): Promise<ApiKeyRecord[]> {
     return (await q.all<KeyRow>(dialect(q, SQL.selectKeys), [accountId])).map(toKey);
+  }
+
+  /** How many of the account's keys are not revoked. */
+  async activeKeyCount(q: Sql, accountId: string): Promise<number> {
+    return Number(await q.value<number>(SQL.countActiveKeys, [accountId]));
   }
 
   /** Revokes at once; revoking twice keeps the first time. Undefined when the account has no such key. */

@@ -7,8 +7,9 @@ import {
   formatEvents,
   formatTriggered,
   notSentWarning,
-  type WebhookList,
+  type Webhook,
 } from './format.js';
+import { everyItem } from './pages.js';
 
 /** `trigger` and `events`: fire a sample event at the account's webhooks, and read the event log. */
 export function addEventCommands(program: Command): void {
@@ -19,8 +20,7 @@ export function addEventCommands(program: Command): void {
       .addArgument(new Argument('<event>', 'the event').choices(EVENT_TYPES)),
     async ({ api, out }, { args: [event] }) => {
       const triggered = await api.post<EventEnvelope>('/_sandbox/events/trigger', { event });
-      // All of them: an account has at most 100 webhooks, and a paged list gives that many at once.
-      const webhooks = (await api.get<WebhookList>('/_sandbox/webhooks?limit=100')).data.data;
+      const webhooks = (await everyItem<Webhook>(api, '/_sandbox/webhooks')).data.data;
       const subscribed = webhooks.filter((webhook) => webhook.events.includes(triggered.data.event));
       out.answer(triggered, (envelope) => formatTriggered(envelope, subscribed));
       // Said on stderr too, so that a script reading the JSON on stdout hears of it.

@@ -1,6 +1,7 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { controlAction, durationParser, parseLimit, segment } from './control.js';
 import { type Fault, type FaultList, formatFault, formatFaults } from './format.js';
+import { everyItem } from './pages.js';
 import { asDefaultSubcommand } from './suggest.js';
 
 const METHODS = ['GET', 'POST', 'PATCH', 'PUT', 'DELETE'];
@@ -14,9 +15,14 @@ export function addFaultCommands(program: Command): void {
   controlAction(
     asDefaultSubcommand(faults.command('list', { isDefault: true }))
       .description("list the account's fault rules, newest first, with how many requests each has left")
-      .option('--limit <n>', 'how many', parseLimit, 20),
+      .option('--limit <n>', 'only the newest n, up to 100 (default: every rule)', parseLimit),
     async ({ api, out }, { options }) =>
-      out.answer(await api.get<FaultList>(`/_sandbox/faults?limit=${options.limit}`), formatFaults),
+      out.answer(
+        options.limit === undefined
+          ? await everyItem<Fault>(api, '/_sandbox/faults')
+          : await api.get<FaultList>(`/_sandbox/faults?limit=${options.limit}`),
+        formatFaults,
+      ),
   );
 
   controlAction(

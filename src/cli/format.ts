@@ -38,8 +38,8 @@ export type KeyList = z.infer<typeof KeyListSchema>;
 export type CreatedKey = z.infer<typeof CreatedKeySchema>;
 export type RevokedKey = z.infer<typeof RevokedKeySchema>;
 export type Fault = z.infer<typeof FaultSchema>;
-/** `GET /_sandbox/faults`: `meta` once the list is paged. */
-export type FaultList = { data: Fault[]; meta?: { has_more: boolean } };
+/** `GET /_sandbox/faults`: a page of rules. */
+export type FaultList = { data: Fault[]; meta: { total: number; has_more: boolean } };
 export type { JournalEntry };
 
 const EVENT_COUNT = EVENT_TYPES.length;
@@ -253,7 +253,9 @@ export function formatFaults(list: FaultList): string {
     leftText(f),
     f.created_at,
   ]);
-  const more = list.meta?.has_more ? 'More rules than shown: --limit for more.\n' : '';
+  const more = list.meta.has_more
+    ? `The newest ${list.data.length} of ${list.meta.total} rules: leave out --limit to see them all.\n`
+    : '';
   return `${table(['ID', 'METHOD', 'PATH', 'EFFECT', 'LEFT', 'CREATED'], rows, 'No fault rules.')}${more}`;
 }
 

@@ -15,8 +15,8 @@ import {
   formatWebhookCreated,
   formatWebhooks,
   type Webhook,
-  type WebhookList,
 } from './format.js';
+import { everyItem } from './pages.js';
 import { type Answer, SandboxError, UnreachableError } from './sandbox-api.js';
 import { asDefaultSubcommand } from './suggest.js';
 
@@ -34,9 +34,7 @@ export function addWebhookCommands(program: Command): void {
     asDefaultSubcommand(webhooks.command('list', { isDefault: true })).description(
       "list the account's webhooks, to find an id",
     ),
-    // All of them (an account has at most 100), as a paged list gives them at once.
-    async ({ api, out }) =>
-      out.answer(await api.get<WebhookList>('/_sandbox/webhooks?limit=100'), formatWebhooks),
+    async ({ api, out }) => out.answer(await everyItem<Webhook>(api, '/_sandbox/webhooks'), formatWebhooks),
   );
 
   controlAction(
@@ -133,7 +131,9 @@ async function listen({ api, out }: Control, { options }: { options: Record<stri
     try {
       const webhooks = only
         ? [{ id: only }]
-        : (await api.get<WebhookList>('/v1/webhooks')).data.data.map((webhook) => ({ id: webhook.id }));
+        : (await everyItem<Webhook>(api, '/_sandbox/webhooks')).data.data.map((webhook) => ({
+            id: webhook.id,
+          }));
       const settled: Attempt[] = [];
       for (const webhook of webhooks) {
         const attempts = await deliveriesOf(api, webhook.id, only !== undefined);

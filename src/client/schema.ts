@@ -630,7 +630,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The account's webhooks, newest first */
+        /** The account's webhooks, newest first, a page at a time (as shipments) */
         get: operations["listWebhooks"];
         put?: never;
         /** Register a webhook */
@@ -668,7 +668,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The account's webhooks, newest first, for the dashboard
+         * The account's webhooks, newest first, a page at a time, for the dashboard
          * @description The same as `GET /v1/webhooks` (body, answer, errors, events and scope), for the sandbox's own tools such as the dashboard: it is not rate-limited, the request journal and the integration report do not see it, and fault rules do not apply. An integration calls the `/v1` route.
          */
         get: operations["sandboxListWebhooks"];
@@ -803,7 +803,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The account's fault rules, newest first */
+        /** The account's fault rules, newest first, a page at a time (as shipments) */
         get: operations["listFaults"];
         put?: never;
         /** Inject a fault into matching API requests */
@@ -1408,6 +1408,7 @@ export interface components {
          *     - `no_active_label` (422): the shipment has no active label, so no tracking to change
          *     - `invalid_transition` (422): the parcel cannot reach that status from where it is
          *     - `webhook_deleted` (422): the webhook of that delivery was deleted
+         *     - `limit_reached` (422): the account already has as many webhooks, fault rules or active keys as it may (100 of each); the message names the limit
          *     - `rate_limit_exceeded` (429): a rate limit is reached; `Retry-After` says when to retry
          *     - `headers_too_large` (431): the request headers are too large
          *     - `internal_error` (500): anything unexpected (no stack trace in the body)
@@ -1417,7 +1418,7 @@ export interface components {
          * @example invalid_address
          * @enum {string}
          */
-        ErrorCode: "invalid_request" | "https_port_needs_tls" | "invalid_json" | "unsupported_content_type" | "invalid_parameter" | "request_too_large" | "missing_api_key" | "invalid_api_key" | "insufficient_scope" | "admin_token_required" | "host_not_allowed" | "cross_site_request" | "https_required" | "url_expired" | "invalid_signature" | "not_found" | "route_not_found" | "method_not_allowed" | "request_timeout" | "expectation_failed" | "missing_field" | "invalid_field" | "invalid_address" | "invalid_carrier" | "invalid_service" | "shipment_not_cancellable" | "label_already_exists" | "shipment_cancelled" | "label_already_voided" | "void_window_expired" | "label_already_scanned" | "no_active_label" | "invalid_transition" | "webhook_deleted" | "rate_limit_exceeded" | "headers_too_large" | "internal_error" | "service_unavailable" | "insufficient_storage" | "fault_injected";
+        ErrorCode: "invalid_request" | "https_port_needs_tls" | "invalid_json" | "unsupported_content_type" | "invalid_parameter" | "request_too_large" | "missing_api_key" | "invalid_api_key" | "insufficient_scope" | "admin_token_required" | "host_not_allowed" | "cross_site_request" | "https_required" | "url_expired" | "invalid_signature" | "not_found" | "route_not_found" | "method_not_allowed" | "request_timeout" | "expectation_failed" | "missing_field" | "invalid_field" | "invalid_address" | "invalid_carrier" | "invalid_service" | "shipment_not_cancellable" | "label_already_exists" | "shipment_cancelled" | "label_already_voided" | "void_window_expired" | "label_already_scanned" | "no_active_label" | "invalid_transition" | "webhook_deleted" | "limit_reached" | "rate_limit_exceeded" | "headers_too_large" | "internal_error" | "service_unavailable" | "insufficient_storage" | "fault_injected";
         Health: {
             /** @enum {string} */
             status: "ok";
@@ -1785,6 +1786,12 @@ export interface components {
         };
         WebhookList: {
             data: components["schemas"]["Webhook"][];
+            meta: {
+                total: number;
+                /** @example cur_AAAAAZNXJ4gAAAAAAAAAAQ */
+                cursor: string | null;
+                has_more: boolean;
+            };
         };
         UpdateWebhook: {
             /** @example https://shop.example.com/hooks/shipping */
@@ -1958,6 +1965,12 @@ export interface components {
         };
         FaultList: {
             data: components["schemas"]["Fault"][];
+            meta: {
+                total: number;
+                /** @example cur_AAAAAZNXJ4gAAAAAAAAAAQ */
+                cursor: string | null;
+                has_more: boolean;
+            };
         };
         JournalEntryList: {
             data: components["schemas"]["JournalEntry"][];
@@ -2762,7 +2775,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Refused: `invalid_field`, `missing_field` */
+            /** @description Refused: `invalid_field`, `limit_reached`, `missing_field` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2771,7 +2784,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "invalid_field" | "missing_field";
+                            code: "invalid_field" | "limit_reached" | "missing_field";
                         };
                     };
                 };
@@ -8101,14 +8114,19 @@ export interface operations {
     };
     listWebhooks: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description how many items, from 1 to 100 */
+                limit?: number;
+                /** @description the previous page's `meta.cursor` */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Webhooks */
+            /** @description A page of webhooks */
             200: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -8336,7 +8354,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Refused: `invalid_field`, `missing_field` */
+            /** @description Refused: `invalid_field`, `limit_reached`, `missing_field` */
             422: {
                 headers: {
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -8348,7 +8366,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "invalid_field" | "missing_field";
+                            code: "invalid_field" | "limit_reached" | "missing_field";
                         };
                     };
                 };
@@ -8976,14 +8994,19 @@ export interface operations {
     };
     sandboxListWebhooks: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description how many items, from 1 to 100 */
+                limit?: number;
+                /** @description the previous page's `meta.cursor` */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Webhooks */
+            /** @description A page of webhooks */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -9162,7 +9185,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Refused: `invalid_field`, `missing_field` */
+            /** @description Refused: `invalid_field`, `limit_reached`, `missing_field` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -9171,7 +9194,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "invalid_field" | "missing_field";
+                            code: "invalid_field" | "limit_reached" | "missing_field";
                         };
                     };
                 };
@@ -10170,14 +10193,19 @@ export interface operations {
     };
     listFaults: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description how many items, from 1 to 100 */
+                limit?: number;
+                /** @description the previous page's `meta.cursor` */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description Rules */
+            /** @description A page of rules */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -10356,7 +10384,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Refused: `invalid_field`, `missing_field` */
+            /** @description Refused: `invalid_field`, `limit_reached`, `missing_field` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -10365,7 +10393,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "invalid_field" | "missing_field";
+                            code: "invalid_field" | "limit_reached" | "missing_field";
                         };
                     };
                 };

@@ -61,6 +61,10 @@ export const ERROR_CODES = {
   no_active_label: { status: 422, when: 'the shipment has no active label, so no tracking to change' },
   invalid_transition: { status: 422, when: 'the parcel cannot reach that status from where it is' },
   webhook_deleted: { status: 422, when: 'the webhook of that delivery was deleted' },
+  limit_reached: {
+    status: 422,
+    when: 'the account already has as many webhooks, fault rules or active keys as it may (100 of each); the message names the limit',
+  },
   rate_limit_exceeded: { status: 429, when: 'a rate limit is reached; `Retry-After` says when to retry' },
   headers_too_large: { status: 431, when: 'the request headers are too large' },
   internal_error: { status: 500, when: 'anything unexpected (no stack trace in the body)' },

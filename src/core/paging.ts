@@ -17,6 +17,51 @@ export interface PagePosition {
   seq: number;
 }
 
+/** The contract's page of `GET /v1/shipments`, which every paged list of the sandbox follows. */
+export const LIST_PAGE_SIZE = { default: 20, max: 100 } as const;
+
+/** What a paged list is asked: `limit` and `cursor`, as the query gave them. */
+export interface PageQuery {
+  limit?: string | undefined;
+  cursor?: string | undefined;
+}
+
+/** A page's `meta`, as the contract gives it. */
+export interface PageMeta {
+  total: number;
+  cursor: string | null;
+  has_more: boolean;
+}
+
+/** A page of rows read one past its limit (that one says whether more follow; it is not shown). */
+export interface Page<Row> {
+  rows: Row[];
+  hasMore: boolean;
+  /** The place of the page's last row, which the next page's cursor names. */
+  last: PagePosition | undefined;
+}
+
+/** Cuts `rows`, read with `LIMIT limit + 1`, to the page: its rows, whether more follow, its last place. */
+export function pageOf<Row>(rows: Row[], limit: number, placeOf: (row: Row) => PagePosition): Page<Row> {
+  const shown = rows.slice(0, limit);
+  const last = shown.at(-1);
+  return { rows: shown, hasMore: rows.length > limit, last: last && placeOf(last) };
+}
+
+/** The `meta` of a page: its cursor names the page's last place while more follow, else null. */
+export function pageMeta(
+  cursors: CursorCodec,
+  accountId: string,
+  page: Omit<Page<unknown>, 'rows'>,
+  total: number,
+): PageMeta {
+  return {
+    total,
+    cursor: page.hasMore && page.last ? cursors.encode(accountId, page.last) : null,
+    has_more: page.hasMore,
+  };
+}
+
 /**
  * Cursors: a cursor names the last item of the page it came from by its place in the order, not by
  * an offset, so items created between two pages neither shift nor repeat what follows. It is signed

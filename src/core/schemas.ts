@@ -77,3 +77,19 @@ export const limitParam = (bounds: LimitBounds) =>
       example: bounds.default,
       description: `how many items, from 1 to ${bounds.max}`,
     });
+
+/** The `cursor` query parameter of a paged list. */
+export const cursorParam = z
+  .string()
+  .optional()
+  .meta({ param: { name: 'cursor', in: 'query' }, description: "the previous page's `meta.cursor`" });
+
+/** The query of a paged list: `limit` and `cursor`. */
+export const pageQuery = (bounds: LimitBounds) => ({ limit: limitParam(bounds), cursor: cursorParam });
+
+/** A paged list's `meta`, as the contract shows it for shipments. */
+export const PageMetaSchema = z.object({
+  total: z.number().int(),
+  cursor: idSchema('cur', 'cur_AAAAAZNXJ4gAAAAAAAAAAQ').nullable(),
+  has_more: z.boolean(),
+});

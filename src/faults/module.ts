@@ -1,3 +1,5 @@
+import { CursorCodec } from '../core/paging.js';
+import { SettingsStore } from '../db/settings.js';
 import type { SandboxModule } from '../module.js';
 import { FAULTS_MIGRATIONS } from './migrations.js';
 import { faultRoutes } from './sandbox-routes.js';
@@ -17,13 +19,18 @@ export function faultsModule(): SandboxModule {
   return {
     name: 'faults',
     migrations: FAULTS_MIGRATIONS,
-    build({ db, ports, provide }) {
+    async build({ db, ports, provide }) {
       const store = new FaultStore(db);
       // Over PostgreSQL, where the rules are read each time, whether the caller's account has any is read
       // with its key, so that the requests of an account without rules (almost all) read none.
       if (db.engine === 'postgres') ports.accounts.store.addCallerFact(FAULTS_FACT, ANY_ACTIVE_FAULT);
       provide('faults', { store });
-      return { controls: faultRoutes(store), reset: (tx, accountId) => store.deleteAll(accountId, tx) };
+      // A secret of the list's own, so that no other list's cursor means anything here.
+      const cursors = new CursorCodec(await new SettingsStore(db).secret('faults_cursor_signing_secret'));
+      return {
+        controls: faultRoutes(store, cursors),
+        reset: (tx, accountId) => store.deleteAll(accountId, tx),
+      };
     },
   };
 }

@@ -1,5 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { notFound } from '../core/errors.js';
+import { type CursorCodec, LIST_PAGE_SIZE, pageMeta, parseLimit } from '../core/paging.js';
 import { requireFullKey } from '../http/auth.js';
 import {
   BEARER_SECURITY,
@@ -11,13 +12,14 @@ import {
   jsonResponse,
 } from '../http/router.js';
 import { newFaultRule, presentFault } from './rules.js';
-import { CreateFaultSchema, FaultSchema } from './schema.js';
+import { CreateFaultSchema, FaultListSchema, FaultSchema, ListFaultsQuerySchema } from './schema.js';
 import type { FaultStore } from './store.js';
 
 const security = BEARER_SECURITY;
 const tags = ['Sandbox controls'];
 
-export function faultRoutes(faults: FaultStore) {
+/** The rules' controls; `cursors` signs the list's cursors and checks the ones clients send back. */
+export function faultRoutes(faults: FaultStore, cursors: CursorCodec) {
   const router = createRouter();
 
   router.openapi(
@@ -32,7 +34,7 @@ export function faultRoutes(faults: FaultStore) {
       request: { body: jsonBody(CreateFaultSchema) },
       responses: {
         201: jsonResponse(FaultSchema, 'The rule'),
-        ...controlErrors(...ErrorCodes.body, ...ErrorCodes.validation, ...ErrorCodes.write),
+        ...controlErrors(...ErrorCodes.body, ...ErrorCodes.validation, 'limit_reached', ...ErrorCodes.write),
       },
     }),
     async (c) =>
@@ -45,15 +47,26 @@ export function faultRoutes(faults: FaultStore) {
       path: '/faults',
       operationId: 'listFaults',
       tags,
-      summary: "The account's fault rules, newest first",
+      summary: "The account's fault rules, newest first, a page at a time (as shipments)",
       security,
       middleware: [requireFullKey] as const,
+      request: { query: ListFaultsQuerySchema },
       responses: {
-        200: jsonResponse(z.object({ data: z.array(FaultSchema) }).openapi('FaultList'), 'Rules'),
-        ...controlErrors(),
+        200: jsonResponse(FaultListSchema, 'A page of rules'),
+        ...controlErrors(...ErrorCodes.query),
       },
     }),
-    async (c) => c.json({ data: (await faults.list(c.get('caller').accountId)).map(presentFault) }, 200),
+    async (c) => {
+      const { accountId } = c.get('caller');
+      const query = c.req.valid('query');
+      const limit = parseLimit(query.limit, LIST_PAGE_SIZE);
+      const after = query.cursor === undefined ? undefined : cursors.decode(accountId, query.cursor);
+      const { page, total } = await faults.page(accountId, limit, after);
+      return c.json(
+        { data: page.rows.map(presentFault), meta: pageMeta(cursors, accountId, page, total) },
+        200,
+      );
+    },
   );
 
   router.openapi(

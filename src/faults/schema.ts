@@ -1,4 +1,5 @@
-import { TimestampSchema } from '../core/schemas.js';
+import { LIST_PAGE_SIZE } from '../core/paging.js';
+import { PageMetaSchema, pageQuery, TimestampSchema } from '../core/schemas.js';
 import { z } from '../core/zod.js';
 
 const PATH_PATTERN = /^\/[A-Za-z0-9_\-./{}:]*\*?$/;
@@ -58,5 +59,12 @@ export const FaultSchema = z
     created_at: TimestampSchema,
   })
   .openapi('Fault');
+
+export const FaultListSchema = z
+  .object({ data: z.array(FaultSchema), meta: PageMetaSchema })
+  .openapi('FaultList');
+
+/** `GET /_sandbox/faults` pages as `GET /v1/shipments` does. */
+export const ListFaultsQuerySchema = z.object(pageQuery(LIST_PAGE_SIZE));
 
 export type CreateFaultInput = z.infer<typeof CreateFaultSchema>;

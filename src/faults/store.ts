@@ -1,3 +1,7 @@
+import { ACCOUNT_CAPS, ensureUnderCap } from '../core/caps.js';
+import { type Page, type PagePosition, pageOf } from '../core/paging.js';
+import { holdAccount } from '../db/account-lock.js';
+import { afterParams, afterPlace, newestFirst } from '../db/paging.js';
 import type { Sql } from '../db/sql.js';
 
 export interface FaultRule {
@@ -19,6 +23,7 @@ export interface FaultRule {
 }
 
 interface FaultRow {
+  seq: number;
   id: string;
   account_id: string;
   method: string | null;
@@ -54,7 +59,12 @@ const SQL = {
     VALUES (@id, @accountId, @method, @path, @status, @code, @retryAfter, @delayMs, @drop, @times, @remaining, @createdAt)`,
   selectActive:
     'SELECT * FROM faults WHERE account_id = ? AND (remaining IS NULL OR remaining > 0) ORDER BY seq',
-  selectAll: 'SELECT * FROM faults WHERE account_id = ? ORDER BY seq DESC',
+  // Newest first, as every paged list: `seq` follows `created_at`, as the account's clock never goes back.
+  selectPage: `SELECT * FROM faults WHERE account_id = @accountId ${newestFirst()} LIMIT @take`,
+  selectPageAfter: `SELECT * FROM faults WHERE account_id = @accountId AND ${afterPlace()} ${newestFirst()}
+    LIMIT @take`,
+  count: 'SELECT count(*) FROM faults WHERE account_id = ?',
+  deleteSpent: 'DELETE FROM faults WHERE account_id = ? AND remaining = 0',
   delete: 'DELETE FROM faults WHERE id = ? AND account_id = ?',
   deleteAll: 'DELETE FROM faults WHERE account_id = ?',
   spend: 'UPDATE faults SET remaining = remaining - 1 WHERE id = ? AND remaining > 0',
@@ -80,11 +90,25 @@ export class FaultStore {
     private readonly keepInMemory = db.engine === 'sqlite',
   ) {}
 
+  /**
+   * Adds a rule, within the account's cap (counted while the account is held). Spent rules (`times`
+   * used up) do nothing more: when they are what stands in the way, they make room.
+   */
   async insert(rule: FaultRule): Promise<FaultRule> {
     this.cache.delete(rule.accountId);
-    await this.db.run(SQL.insert, { ...rule, drop: rule.drop ? 1 : 0 });
+    await this.db.transaction(async (tx) => {
+      await holdAccount(tx, rule.accountId);
+      const cap = ACCOUNT_CAPS.faultRules;
+      if ((await this.count(tx, rule.accountId)) >= cap.max) await tx.run(SQL.deleteSpent, [rule.accountId]);
+      ensureUnderCap(await this.count(tx, rule.accountId), cap);
+      await tx.run(SQL.insert, { ...rule, drop: rule.drop ? 1 : 0 });
+    });
     this.cache.delete(rule.accountId);
     return rule;
+  }
+
+  private async count(q: Sql, accountId: string): Promise<number> {
+    return Number(await q.value<number>(SQL.count, [accountId]));
   }
 
   /** Rules that still apply, oldest first: the first match wins. */
@@ -98,9 +122,24 @@ export class FaultStore {
     return rules;
   }
 
-  /** Newest first, spent ones included. */
-  async list(accountId: string): Promise<FaultRule[]> {
-    return (await this.db.all<FaultRow>(SQL.selectAll, [accountId])).map(toRule);
+  /** One page of the account's rules, newest first, spent ones included; and how many there are. */
+  async page(
+    accountId: string,
+    limit: number,
+    after: PagePosition | undefined,
+  ): Promise<{ page: Page<FaultRule>; total: number }> {
+    const statement = after ? SQL.selectPageAfter : SQL.selectPage;
+    const [rows, total] = await Promise.all([
+      this.db.all<FaultRow>(statement, { accountId, take: limit + 1, ...afterParams(after) }),
+      this.count(this.db, accountId),
+    ]);
+    const page = pageOf(rows, limit, (row) => ({ createdAt: Number(row.created_at), seq: Number(row.seq) }));
+    return { page: { ...page, rows: page.rows.map(toRule) }, total };
+  }
+
+  /** Whether the account's rules are kept in memory (they are dropped at its reset). */
+  keeps(accountId: string): boolean {
+    return this.cache.has(accountId);
   }
 
   async delete(accountId: string, id: string): Promise<boolean> {

@@ -35,7 +35,10 @@ export function shipmentsModule(): SandboxModule {
       return {
         api: shipmentRoutes(service),
         controls: shipmentControlRoutes(service),
-        reset: (tx, accountId) => store.deleteAccount(tx, accountId),
+        async reset(tx, accountId) {
+          await store.deleteAccount(tx, accountId);
+          service.forget(accountId);
+        },
       };
     },
   };

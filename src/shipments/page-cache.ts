@@ -44,6 +44,19 @@ export class PageCache {
     this.characters += text.length;
   }
 
+  /** Forgets every page whose key starts with `prefix` (an account's, at its reset). */
+  forget(prefix: string): void {
+    for (const key of this.pages.keys()) if (key.startsWith(prefix)) this.drop(key);
+    for (const key of this.askedOnce) if (key.startsWith(prefix)) this.askedOnce.delete(key);
+  }
+
+  /** Whether any page or note kept has a key that starts with `prefix`. */
+  keeps(prefix: string): boolean {
+    for (const key of this.pages.keys()) if (key.startsWith(prefix)) return true;
+    for (const key of this.askedOnce) if (key.startsWith(prefix)) return true;
+    return false;
+  }
+
   private drop(key: string): void {
     const page = this.pages.get(key);
     if (!page) return;

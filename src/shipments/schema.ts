@@ -1,9 +1,17 @@
 import { AddressSchema, ParcelSchema } from '../addresses/schema.js';
-import { idSchema, type LimitBounds, limitParam, MoneySchema, TimestampSchema } from '../core/schemas.js';
+import { LIST_PAGE_SIZE } from '../core/paging.js';
+import {
+  idSchema,
+  type LimitBounds,
+  MoneySchema,
+  PageMetaSchema,
+  pageQuery,
+  TimestampSchema,
+} from '../core/schemas.js';
 import { z } from '../core/zod.js';
 
 /** A page of `GET /v1/shipments`: 20 shipments unless `limit` says otherwise, at most 100. */
-export const PAGE_SIZE = { default: 20, max: 100 } as const satisfies LimitBounds;
+export const PAGE_SIZE = LIST_PAGE_SIZE satisfies LimitBounds;
 
 /** The specification does not show a bound on `reference`; docs/behaviour.md lists it. */
 export const REFERENCE_MAX_LENGTH = 100;
@@ -61,11 +69,7 @@ export const CancelledShipmentSchema = z
   .openapi('CancelledShipment');
 
 export const ListShipmentsQuerySchema = z.object({
-  limit: limitParam(PAGE_SIZE),
-  cursor: z
-    .string()
-    .optional()
-    .openapi({ param: { name: 'cursor', in: 'query' }, description: "the previous page's `meta.cursor`" }),
+  ...pageQuery(PAGE_SIZE),
   status: ShipmentStatusSchema.optional().openapi({ param: { name: 'status', in: 'query' } }),
   carrier: z
     .string()
@@ -76,11 +80,7 @@ export const ListShipmentsQuerySchema = z.object({
 export const ShipmentListSchema = z
   .object({
     data: z.array(ShipmentSchema),
-    meta: z.object({
-      total: z.number().int(),
-      cursor: idSchema('cur', 'cur_AAAAAZNXJ4gAAAAAAAAAAQ').nullable(),
-      has_more: z.boolean(),
-    }),
+    meta: PageMetaSchema,
   })
   .openapi('ShipmentList');
 

@@ -3,7 +3,7 @@ import type { Actor } from '../core/actor.js';
 import { ApiError, invalidParameter, notFound } from '../core/errors.js';
 import { newId } from '../core/ids.js';
 import { type JsonText, toJsonText } from '../core/json.js';
-import { type CursorCodec, parseLimit } from '../core/paging.js';
+import { type CursorCodec, pageMeta, parseLimit } from '../core/paging.js';
 import type { Sql } from '../db/sql.js';
 import type { EventStore } from '../events/store.js';
 import { findCarrier } from '../rates/carriers.js';
@@ -58,6 +58,20 @@ export class ShipmentService {
   private readonly reads = new PageCache(READS_KEPT);
 
   constructor(private readonly deps: ShipmentServiceDeps) {}
+
+  /**
+   * Forgets the account's answers kept in memory (its reset). Its count of writes stays: it only ever
+   * grows, so an answer read before the reset and offered after it can never pass for a fresh one.
+   */
+  forget(accountId: string): void {
+    this.pages.forget(`${accountId} `);
+    this.reads.forget(`${accountId} `);
+  }
+
+  /** Whether any answer of the account is kept in memory. */
+  keeps(accountId: string): boolean {
+    return this.pages.keeps(`${accountId} `) || this.reads.keeps(`${accountId} `);
+  }
 
   /**
    * Validates, verifies and rates the request, then stores the shipment and its event at once. The
@@ -182,11 +196,7 @@ export class ShipmentService {
       store.page(actor.accountId, filter, limit, after),
       store.count(actor.accountId, filter),
     ]);
-    const meta: ShipmentList['meta'] = {
-      total,
-      cursor: hasMore && last ? cursors.encode(actor.accountId, last) : null,
-      has_more: hasMore,
-    };
+    const meta: ShipmentList['meta'] = pageMeta(cursors, actor.accountId, { hasMore, last }, total);
     const text = `{"data":[${bodies.join(',')}],"meta":${JSON.stringify(meta)}}` as JsonText<ShipmentList>;
     if (this.deps.keepAnswers) this.pages.offer(key, changes, text);
     return text;

@@ -3,6 +3,7 @@ import { type JsonText, toJsonText } from '../core/json.js';
 import type { PagePosition } from '../core/paging.js';
 import { formatTimestamp } from '../core/time.js';
 import { accountKeyOf } from '../db/account-keys.js';
+import { afterParams, afterPlace, newestFirst } from '../db/paging.js';
 import { dialect, type Sql } from '../db/sql.js';
 import { packShipmentBody, unpackShipmentBody } from './body-packing.js';
 import type { Shipment, ShipmentStatus } from './schema.js';
@@ -265,8 +266,7 @@ export class ShipmentStore {
       accountId,
       status: filter.status,
       carrier: filter.carrier,
-      afterCreatedAt: after?.createdAt,
-      afterSeq: after?.seq,
+      ...afterParams(after),
       take: limit,
       skip: limit - 1,
     };
@@ -328,9 +328,8 @@ export class ShipmentStore {
     let statements = this.pages.get(shape);
     if (!statements) {
       let rows = `FROM shipments WHERE ${this.filterClause(filter)}`;
-      if (afterCursor)
-        rows += ' AND (created_at < @afterCreatedAt OR (created_at = @afterCreatedAt AND seq < @afterSeq))';
-      rows += ' ORDER BY created_at DESC, seq DESC';
+      if (afterCursor) rows += ` AND ${afterPlace()}`;
+      rows += ` ${newestFirst()}`;
       statements = {
         edge: `SELECT seq, created_at ${rows} LIMIT 2 OFFSET @skip`,
         bodies: `SELECT body ${rows} LIMIT @take`,

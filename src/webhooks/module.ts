@@ -1,4 +1,6 @@
 import { toJsonText } from '../core/json.js';
+import { CursorCodec } from '../core/paging.js';
+import { SettingsStore } from '../db/settings.js';
 import { sampleEventData } from '../events/sample-events.js';
 import type { SandboxModule } from '../module.js';
 import { WebhookDelivery } from './delivery.js';
@@ -33,7 +35,7 @@ export function webhooksModule(settings: {
   return {
     name: 'webhooks',
     migrations: WEBHOOKS_MIGRATIONS,
-    build({ db, scheduler, realNow, logger, ports, provide }) {
+    async build({ db, scheduler, realNow, logger, ports, provide }) {
       const store = new WebhookStore();
       const events = ports.events.store;
       const destinations = new DestinationPolicy({
@@ -44,6 +46,8 @@ export function webhooksModule(settings: {
         db,
         store,
         urlRules: { destinations, allowHttp: settings.allowHttp },
+        // A secret of the list's own, so that no other list's cursor means anything here.
+        cursors: new CursorCodec(await new SettingsStore(db).secret('webhooks_cursor_signing_secret')),
       });
       const delivery = new WebhookDelivery({
         db,

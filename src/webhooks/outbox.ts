@@ -4,6 +4,7 @@ import { formatTimestamp } from '../core/time.js';
 import type { Sql } from '../db/sql.js';
 import type { RecordedEvent } from '../events/store.js';
 import type { Scheduler } from '../scheduler/scheduler.js';
+import { fanOutInChunks } from './fan-out.js';
 import type { DeliveryResult } from './send.js';
 import type { AttemptRecord, WebhookRecord, WebhookStore } from './store.js';
 
@@ -23,9 +24,13 @@ export interface WebhookOutboxDeps {
 export class WebhookOutbox {
   constructor(private readonly deps: WebhookOutboxDeps) {}
 
-  /** Called inside the event's transaction, `tx`: one attempt per subscribed active webhook, due now. */
+  /**
+   * Called inside the event's transaction, `tx`: one attempt per subscribed active webhook, due now,
+   * in chunks between which other requests run (see fan-out.ts).
+   */
   async fanOut(tx: Sql, event: RecordedEvent): Promise<void> {
-    for (const webhook of await this.deps.store.subscribers(tx, event.accountId, event.type)) {
+    const subscribers = await this.deps.store.subscribers(tx, event.accountId, event.type);
+    await fanOutInChunks(subscribers, async (webhook) => {
       await this.scheduleAttempt(tx, {
         accountId: event.accountId,
         webhookId: webhook.id,
@@ -35,7 +40,7 @@ export class WebhookOutbox {
         dueAt: event.createdAt,
         now: event.createdAt,
       });
-    }
+    });
   }
 
   /**

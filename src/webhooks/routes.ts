@@ -14,6 +14,7 @@ import { DeliveryHeadersSchema, WEBHOOK_PAYLOADS } from './payloads.js';
 import {
   CreateWebhookSchema,
   DeletedWebhookSchema,
+  ListWebhooksQuerySchema,
   UpdateWebhookSchema,
   WebhookListSchema,
   WebhookSchema,
@@ -24,9 +25,14 @@ export const IdParam = idParam('wh_01JD…');
 const security = BEARER_SECURITY;
 const tags = ['Webhooks'];
 
-/** What registering and changing can answer besides every route's codes (the twins under /_sandbox too). */
-export const CREATE_ERRORS = [...ErrorCodes.body, ...ErrorCodes.validation, ...ErrorCodes.write] as const;
-export const UPDATE_ERRORS = [...CREATE_ERRORS, ...ErrorCodes.lookup] as const;
+/**
+ * What registering, changing and listing can answer besides every route's codes (the twins under
+ * /_sandbox too). Only registering adds a webhook, so only it meets the account's cap.
+ */
+const CHANGE_ERRORS = [...ErrorCodes.body, ...ErrorCodes.validation, ...ErrorCodes.write] as const;
+export const CREATE_ERRORS = [...CHANGE_ERRORS, 'limit_reached'] as const;
+export const UPDATE_ERRORS = [...CHANGE_ERRORS, ...ErrorCodes.lookup] as const;
+export const LIST_ERRORS = ErrorCodes.query;
 
 export function webhookRoutes(webhooks: WebhookService) {
   const router = createRouter();
@@ -57,12 +63,13 @@ export function webhookRoutes(webhooks: WebhookService) {
       path: '/webhooks',
       operationId: 'listWebhooks',
       tags,
-      summary: "The account's webhooks, newest first",
+      summary: "The account's webhooks, newest first, a page at a time (as shipments)",
       security,
       middleware: [read] as const,
-      responses: { 200: apiResponse(WebhookListSchema, 'Webhooks'), ...apiErrors() },
+      request: { query: ListWebhooksQuerySchema },
+      responses: { 200: apiResponse(WebhookListSchema, 'A page of webhooks'), ...apiErrors(...LIST_ERRORS) },
     }),
-    async (c) => c.json({ data: (await webhooks.list(c.get('caller'))).map(presentWebhook) }, 200),
+    async (c) => c.json(await webhooks.list(c.get('caller'), c.req.valid('query')), 200),
   );
 
   router.openapi(

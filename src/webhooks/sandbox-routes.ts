@@ -16,12 +16,13 @@ import {
 } from '../http/router.js';
 import { twinDescription } from '../http/twin.js';
 import type { WebhookDelivery } from './delivery.js';
-import { CREATE_ERRORS, IdParam, UPDATE_ERRORS } from './routes.js';
+import { CREATE_ERRORS, IdParam, LIST_ERRORS, UPDATE_ERRORS } from './routes.js';
 import {
   AttemptListSchema,
   AttemptSchema,
   CreateWebhookSchema,
   DeletedWebhookSchema,
+  ListWebhooksQuerySchema,
   ProbeResultSchema,
   SentAttemptSchema,
   UpdateWebhookSchema,
@@ -68,13 +69,17 @@ export function webhookControlRoutes(
       path: '/webhooks',
       operationId: 'sandboxListWebhooks',
       tags,
-      summary: "The account's webhooks, newest first, for the dashboard",
+      summary: "The account's webhooks, newest first, a page at a time, for the dashboard",
       description: twinDescription('GET /v1/webhooks'),
       security,
       middleware: [requireScope('shipments:read')] as const,
-      responses: { 200: jsonResponse(WebhookListSchema, 'Webhooks'), ...controlErrors() },
+      request: { query: ListWebhooksQuerySchema },
+      responses: {
+        200: jsonResponse(WebhookListSchema, 'A page of webhooks'),
+        ...controlErrors(...LIST_ERRORS),
+      },
     }),
-    async (c) => c.json({ data: (await webhooks.list(c.get('caller'))).map(presentWebhook) }, 200),
+    async (c) => c.json(await webhooks.list(c.get('caller'), c.req.valid('query')), 200),
   );
 
   router.openapi(

@@ -1,4 +1,5 @@
-import { idSchema, TimestampSchema } from '../core/schemas.js';
+import { LIST_PAGE_SIZE } from '../core/paging.js';
+import { idSchema, PageMetaSchema, pageQuery, TimestampSchema } from '../core/schemas.js';
 import { z } from '../core/zod.js';
 import { EVENT_TYPES } from '../events/schema.js';
 
@@ -45,7 +46,12 @@ export const WebhookSchema = z
   })
   .openapi('Webhook');
 
-export const WebhookListSchema = z.object({ data: z.array(WebhookSchema) }).openapi('WebhookList');
+export const WebhookListSchema = z
+  .object({ data: z.array(WebhookSchema), meta: PageMetaSchema })
+  .openapi('WebhookList');
+
+/** `GET /v1/webhooks` pages as `GET /v1/shipments` does. */
+export const ListWebhooksQuerySchema = z.object(pageQuery(LIST_PAGE_SIZE));
 
 export const DeletedWebhookSchema = z
   .object({ id: idSchema('wh'), deleted: z.literal(true) })

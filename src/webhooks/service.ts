@@ -1,7 +1,17 @@
 import type { Actor } from '../core/actor.js';
+import { ACCOUNT_CAPS, ensureUnderCap } from '../core/caps.js';
 import { ApiError, invalidField, notFound } from '../core/errors.js';
 import { newId } from '../core/ids.js';
+import {
+  type CursorCodec,
+  LIST_PAGE_SIZE,
+  type PageMeta,
+  type PageQuery,
+  pageMeta,
+  parseLimit,
+} from '../core/paging.js';
 import { formatTimestamp } from '../core/time.js';
+import { holdAccount } from '../db/account-lock.js';
 import type { Sql } from '../db/sql.js';
 import { type DestinationPolicy, isLoopbackHost, registrationRefusal } from './destinations.js';
 import { type CreateWebhookInput, type UpdateWebhookInput, URL_MAX_LENGTH } from './schema.js';
@@ -47,6 +57,8 @@ export function checkWebhookUrl(raw: string, rules: WebhookUrlRules): string {
     throw invalidField('url', `'url' must be at most ${URL_MAX_LENGTH} characters once percent-encoded.`);
   return encoded;
 }
+
+export type PresentedWebhook = ReturnType<typeof presentWebhook>;
 
 export function presentWebhook(webhook: WebhookRecord) {
   return {
@@ -108,18 +120,27 @@ export class WebhookService {
       db: Sql;
       store: WebhookStore;
       urlRules: WebhookUrlRules;
+      /** Signs the list's cursors and checks the ones clients send back. */
+      cursors: CursorCodec;
     },
   ) {}
 
+  /** Registers a webhook, within the account's cap (counted while the account is held). */
   create(actor: Actor, input: CreateWebhookInput): Promise<WebhookRecord> {
-    return this.deps.store.insert(this.deps.db, {
-      id: newId('wh', actor.now),
-      accountId: actor.accountId,
-      url: checkWebhookUrl(input.url, this.deps.urlRules),
-      events: input.events,
-      secret: input.secret,
-      status: 'active',
-      createdAt: actor.now,
+    const url = checkWebhookUrl(input.url, this.deps.urlRules);
+    const { db, store } = this.deps;
+    return db.transaction(async (tx) => {
+      await holdAccount(tx, actor.accountId);
+      ensureUnderCap(await store.count(tx, actor.accountId), ACCOUNT_CAPS.webhooks);
+      return store.insert(tx, {
+        id: newId('wh', actor.now),
+        accountId: actor.accountId,
+        url,
+        events: input.events,
+        secret: input.secret,
+        status: 'active',
+        createdAt: actor.now,
+      });
     });
   }
 
@@ -129,8 +150,16 @@ export class WebhookService {
     return webhook;
   }
 
-  list(actor: Actor): Promise<WebhookRecord[]> {
-    return this.deps.store.list(this.deps.db, actor.accountId);
+  /** One page of the account's webhooks, newest first, as shipments page. */
+  async list(actor: Actor, query: PageQuery): Promise<{ data: PresentedWebhook[]; meta: PageMeta }> {
+    const limit = parseLimit(query.limit, LIST_PAGE_SIZE);
+    const { db, store, cursors } = this.deps;
+    const after = query.cursor === undefined ? undefined : cursors.decode(actor.accountId, query.cursor);
+    const [page, total] = await Promise.all([
+      store.page(db, actor.accountId, limit, after),
+      store.count(db, actor.accountId),
+    ]);
+    return { data: page.rows.map(presentWebhook), meta: pageMeta(cursors, actor.accountId, page, total) };
   }
 
   /** Changes what is given; `status: active` re-activates a failed webhook, which then gets new events again. */

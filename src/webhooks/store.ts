@@ -1,3 +1,5 @@
+import { type Page, type PagePosition, pageOf } from '../core/paging.js';
+import { afterParams, afterPlace, newestFirst } from '../db/paging.js';
 import { dialect, type Sql } from '../db/sql.js';
 import type { EventType } from '../events/schema.js';
 import type { DeliveryErrorKind, DeliveryResult } from './send.js';
@@ -44,6 +46,8 @@ export interface AttemptRecord {
 }
 
 interface WebhookRow {
+  /** Only where a page reads it: the row's place among those of the same instant. */
+  seq?: number;
   id: string;
   account_id: string;
   url: string;
@@ -107,6 +111,20 @@ const toAttempt = (row: AttemptRow): AttemptRecord => ({
   nextAttemptAt: row.next_attempt_at,
 });
 
+/** The statements of a page of the account's webhooks, newest first: SQLite's rowid is its `seq`. */
+function pageStatements() {
+  const page = (engine: 'sqlite' | 'postgres', afterCursor: boolean) => {
+    const seq = engine === 'sqlite' ? 'rowid' : 'seq';
+    const after = afterCursor ? ` AND ${afterPlace(seq)}` : '';
+    return `SELECT *, ${seq} AS seq FROM webhooks WHERE account_id = @accountId AND deleted_at IS NULL${after}
+      ${newestFirst(seq)} LIMIT @take`;
+  };
+  return {
+    first: { sqlite: page('sqlite', false), postgres: page('postgres', false) },
+    after: { sqlite: page('sqlite', true), postgres: page('postgres', true) },
+  };
+}
+
 const SQL = {
   lastAttempt: 'SELECT max(attempt) AS n FROM webhook_attempts WHERE webhook_id = ? AND event_id = ?',
   cancelAttempt: "UPDATE webhook_attempts SET status = 'cancelled', error_message = @reason WHERE id = @id",
@@ -124,6 +142,9 @@ const SQL = {
     postgres:
       'SELECT * FROM webhooks WHERE account_id = ? AND deleted_at IS NULL ORDER BY created_at DESC, seq DESC',
   },
+  // Pages of the same order, one statement with a cursor's place and one without.
+  selectPage: pageStatements(),
+  countWebhooks: 'SELECT count(*) FROM webhooks WHERE account_id = ? AND deleted_at IS NULL',
   // `events` is a JSON array of names.
   selectSubscribers: {
     sqlite: `SELECT w.* FROM webhooks w, json_each(w.events) j
@@ -207,6 +228,24 @@ export class WebhookStore {
 
   async list(q: Sql, accountId: string): Promise<WebhookRecord[]> {
     return (await q.all<WebhookRow>(dialect(q, SQL.selectWebhooks), [accountId])).map(toWebhook);
+  }
+
+  /** One page of the account's webhooks, newest first, after `after` when given. */
+  async page(
+    q: Sql,
+    accountId: string,
+    limit: number,
+    after: PagePosition | undefined,
+  ): Promise<Page<WebhookRecord>> {
+    const statement = dialect(q, after ? SQL.selectPage.after : SQL.selectPage.first);
+    const rows = await q.all<WebhookRow>(statement, { accountId, take: limit + 1, ...afterParams(after) });
+    const page = pageOf(rows, limit, (row) => ({ createdAt: Number(row.created_at), seq: Number(row.seq) }));
+    return { ...page, rows: page.rows.map(toWebhook) };
+  }
+
+  /** How many webhooks the account has (deleted ones are gone from it). */
+  async count(q: Sql, accountId: string): Promise<number> {
+    return Number(await q.value<number>(SQL.countWebhooks, [accountId]));
   }
 
   /** Active webhooks of the account that subscribe to this event, oldest first. */

@@ -200,6 +200,20 @@ export function LiveState(props: { live: Live<unknown>; what: string }) {
   return null;
 }
 
+/** Under a list read as one page: says when the account holds more than the page shows. */
+export function MoreThanShown(props: {
+  page: { data: unknown[]; meta: { total: number } } | undefined;
+  what: string;
+}) {
+  const { page } = props;
+  if (!page || page.meta.total <= page.data.length) return null;
+  return (
+    <p class="muted">
+      The newest {page.data.length} of {page.meta.total} {props.what}: delete some to see the others.
+    </p>
+  );
+}
+
 /** A table that scrolls sideways on a narrow screen rather than squeezing its columns. */
 export function Table(props: {
   caption: string;

@@ -44,6 +44,17 @@ export interface List<T> {
   data: T[];
 }
 
+/** A paged list's answer (webhooks, fault rules): a page and its `meta`. */
+export interface Page<T> extends List<T> {
+  meta: Schemas['WebhookList']['meta'];
+}
+
+/**
+ * The largest page a list gives: one page holds every webhook or fault rule an account may have, so a
+ * screen reads one page and says so when an account holds more (made before the caps).
+ */
+export const WHOLE_PAGE = 100;
+
 /**
  * Every member of a union of strings, as a list to draw choices from: the compiler refuses a list that
  * misses a member or names one the API does not have, so the lists below follow the document.

@@ -1,12 +1,22 @@
 import { useState } from 'preact/hooks';
-import { ActionButton, ActionForm, Choice, Field, Instant, LiveState, Screen, Table } from '../components.js';
+import {
+  ActionButton,
+  ActionForm,
+  Choice,
+  Field,
+  Instant,
+  LiveState,
+  MoreThanShown,
+  Screen,
+  Table,
+} from '../components.js';
 import { usePoll, useSession } from '../live.js';
-import type { Fault, List } from '../types.js';
+import { type Fault, type Page, WHOLE_PAGE } from '../types.js';
 
 /** The account's fault rules: errors, delays and dropped connections injected into its /v1 requests. */
 export function FaultsScreen() {
   const { api } = useSession();
-  const live = usePoll(() => api.get<List<Fault>>('/_sandbox/faults'), [api]);
+  const live = usePoll(() => api.get<Page<Fault>>(`/_sandbox/faults?limit=${WHOLE_PAGE}`), [api]);
   const faults = live.data?.data ?? [];
   const [method, setMethod] = useState('');
   const [path, setPath] = useState('/v1/shipments*');
@@ -64,6 +74,7 @@ export function FaultsScreen() {
           </tr>
         ))}
       </Table>
+      <MoreThanShown page={live.data} what="rules" />
       {faults.length > 0 && (
         <ActionButton kind="danger" run={() => api.delete('/_sandbox/faults')} then={() => live.refresh()}>
           Remove every fault

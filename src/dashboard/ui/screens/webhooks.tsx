@@ -7,6 +7,7 @@ import {
   Field,
   Instant,
   LiveState,
+  MoreThanShown,
   Screen,
   Status,
   Table,
@@ -21,8 +22,10 @@ import {
   type AttemptInFull,
   EVENT_TYPES,
   type List,
+  type Page,
   type ProbeResult,
   type Webhook,
+  WHOLE_PAGE,
 } from '../types.js';
 
 /**
@@ -33,7 +36,7 @@ import {
  */
 export function WebhooksScreen(props: { selected: string | undefined; delivery?: string | undefined }) {
   const { api } = useSession();
-  const webhooks = usePoll(() => api.get<List<Webhook>>('/_sandbox/webhooks'), [api]);
+  const webhooks = usePoll(() => api.get<Page<Webhook>>(`/_sandbox/webhooks?limit=${WHOLE_PAGE}`), [api]);
   const list = webhooks.data?.data ?? [];
   // The first endpoint is shown when none is picked: most accounts have one.
   const selected =
@@ -89,6 +92,7 @@ export function WebhooksScreen(props: { selected: string | undefined; delivery?:
             </tr>
           ))}
         </Table>
+        <MoreThanShown page={webhooks.data} what="webhooks" />
         {probed && <ProbeOutcome webhook={probed.webhook} result={probed.result} />}
         <details class="add">
           <summary>Add an endpoint</summary>
