@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { postgresDatabase } from '../src/db/postgres.js';
 import { callSandbox } from './cli-harness.js';
+import { newPostgresSchema, TEST_ENGINE } from './databases.js';
 import { createTestSandbox, expectError, shipmentRequest, type TestSandbox } from './helpers.js';
 import { type OpenStream, openStream, serveSandbox } from './listen-harness.js';
 
@@ -352,5 +354,79 @@ describe('a listen session', () => {
     expect(((await late.json()) as any).error.message).toMatch(/has ended/);
     const advanced = await call('POST', '/_sandbox/clock/advance', key, { by: '1d' });
     expect(advanced.body.ran.filter((job: { kind: string }) => job.kind === 'listener.attempt')).toEqual([]);
+  });
+});
+
+describe.runIf(TEST_ENGINE === 'postgres')('listen sessions across replicas', () => {
+  it('a session held by one replica gets the events raised on another, and any replica ends it', async () => {
+    // Two processes sharing one database, as two replicas behind a load balancer.
+    const url = await newPostgresSchema();
+    const replica = async () => {
+      const made = await createTestSandbox(
+        {},
+        { database: postgresDatabase(url, { poolSize: 4 }), listenerTiming: { heartbeatMs: HEARTBEAT_MS } },
+      );
+      await made.start();
+      return made;
+    };
+    const holding = await replica();
+    const other = await replica();
+    const servedHolding = await serveSandbox(holding);
+    const key = await holding.newAccount();
+    const viaOther = async (method: string, path: string, body?: unknown) =>
+      (await other.call(method, path, { key, body })).json;
+    let stream: OpenStream | undefined;
+    try {
+      const opened = await callSandbox(servedHolding.origin, 'POST', '/_sandbox/listeners', key, {
+        forward_to: 'http://localhost:3000/hooks',
+      });
+      const session = opened.body as { id: string };
+      stream = await openStream(`${servedHolding.origin}/_sandbox/listeners/${session.id}/stream`, key);
+      await stream.next((m) => m.event === 'ready');
+
+      const shipment = await viaOther('POST', '/v1/shipments', shipmentRequest());
+      const first = await nextDelivery(stream);
+      expect(JSON.parse(first.body).data.id).toBe(shipment.id);
+      // The answer may go to any replica; so may the advance that runs the retry.
+      const failed = await viaOther(
+        'POST',
+        `/_sandbox/listeners/${session.id}/deliveries/${first.id}/outcome`,
+        {
+          response_status: 500,
+          duration_ms: 4,
+        },
+      );
+      expect(failed.status).toBe('failed');
+      const advance = viaOther('POST', '/_sandbox/clock/advance', { by: '61s' });
+      const retry = await nextDelivery(stream);
+      expect(retry).toMatchObject({ event_id: first.event_id, attempt: 1 });
+      await viaOther('POST', `/_sandbox/listeners/${session.id}/deliveries/${retry.id}/outcome`, {
+        response_status: 200,
+        duration_ms: 2,
+      });
+      expect((await advance).ran).toContainEqual(expect.objectContaining({ subject: retry.id }));
+
+      // The holder's connection closes; the other replica's wall clock passes the 10 s and ends it.
+      await viaOther('POST', '/_sandbox/events/trigger', { event: 'label.voided' });
+      await nextDelivery(stream);
+      stream.close();
+      await vi.waitFor(async () =>
+        expect((await viaOther('GET', '/_sandbox/listeners')).data[0].connected).toBe(false),
+      );
+      other.wall.now += 10_500;
+      await vi.waitFor(async () => expect((await viaOther('GET', '/_sandbox/listeners')).data).toEqual([]), {
+        timeout: 5000,
+      });
+      const attempts = (await viaOther('GET', `/_sandbox/listeners/${session.id}/deliveries`)).data;
+      expect(attempts.map((a: { status: string; error: string | null }) => [a.status, a.error])).toEqual([
+        ['failed', 'listener_gone'],
+        ['succeeded', null],
+        ['failed', 'http'],
+      ]);
+    } finally {
+      stream?.close();
+      await servedHolding.close();
+      await Promise.all([holding.stop(), other.stop()]);
+    }
   });
 });
