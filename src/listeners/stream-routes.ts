@@ -3,6 +3,7 @@ import { type SSEMessage, streamSSE } from 'hono/streaming';
 import { requireScope } from '../http/auth.js';
 import { BEARER_SECURITY, controlErrors, ErrorCodes, idParam, type Router } from '../http/router.js';
 import type { SessionHolder, StreamSink } from './holder.js';
+import { DeliveryMessageSchema, ReadyMessageSchema } from './schema.js';
 
 /**
  * `GET /listeners/{id}/stream`: the connection that holds a listen session, as server-sent events
@@ -11,6 +12,9 @@ import type { SessionHolder, StreamSink } from './holder.js';
  * the same key as every other call, and readable with `curl -N`.
  */
 export function addListenerStream(router: Router, holder: SessionHolder): void {
+  // What the stream's events carry, in the document though no route answers them as JSON.
+  router.openAPIRegistry.register('ListenerReady', ReadyMessageSchema);
+  router.openAPIRegistry.register('ListenerDeliveryMessage', DeliveryMessageSchema);
   router.openapi(
     createRoute({
       method: 'get',

@@ -24,6 +24,7 @@ import {
   type ProbeResult,
   type Webhook,
 } from '../types.js';
+import { ListenSessions } from './listeners.js';
 
 /**
  * The account's webhook endpoints and, for the one picked, every delivery attempt as it happens:
@@ -95,6 +96,7 @@ export function WebhooksScreen(props: { selected: string | undefined; delivery?:
           <AddEndpoint added={() => webhooks.refresh()} />
         </details>
       </section>
+      <ListenSessions />
       <TriggerEvent />
       {selected && <Deliveries key={selected.id} webhook={selected} highlight={props.delivery} />}
       {props.selected && webhooks.loaded && !selected && (
