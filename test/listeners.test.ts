@@ -128,6 +128,7 @@ describe('a listen session', () => {
     const stream = await streamOf(key, session.id);
     try {
       expect(stream.response.headers.get('content-type')).toMatch(/^text\/event-stream/);
+      expect(stream.response.headers.get('x-accel-buffering')).toBe('no');
       const ready = JSON.parse((await stream.next((m) => m.event === 'ready')).data);
       expect(ready).toEqual({
         id: session.id,

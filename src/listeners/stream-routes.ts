@@ -45,6 +45,8 @@ export function addListenerStream(router: Router, holder: SessionHolder): void {
     }),
     async (c) => {
       const connection = await holder.take(c.get('caller'), c.req.valid('param').id);
+      // nginx holds a proxied answer back until its buffer fills unless told not to; a stream must flow.
+      c.header('X-Accel-Buffering', 'no');
       return streamSSE(
         c,
         (stream) =>
