@@ -120,7 +120,9 @@ class Listener {
           this.session = undefined;
           continue;
         }
-        if (!(error instanceof UnreachableError)) throw error;
+        // A sandbox that cannot answer for now (its database away: 503) is waited for, as one that is gone.
+        const passing = error instanceof SandboxError && error.status >= 500;
+        if (!(error instanceof UnreachableError || passing)) throw error;
         reason = error.message;
       }
       failures += 1;

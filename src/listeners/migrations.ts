@@ -51,6 +51,7 @@ export const LISTENERS_MIGRATIONS: Migrations = {
       next_attempt_at INTEGER
     ) STRICT;
     CREATE INDEX listener_attempts_by_session ON listener_attempts (session_id, seq);
+    CREATE INDEX listener_attempts_by_event ON listener_attempts (event_id);
     CREATE INDEX listener_attempts_due ON listener_attempts (account_id, scheduled_at) WHERE status = 'scheduled';
     CREATE INDEX listener_attempts_sending ON listener_attempts (session_id) WHERE status = 'sending';
     `,
@@ -96,6 +97,7 @@ export const LISTENERS_MIGRATIONS: Migrations = {
       next_attempt_at BIGINT
     );
     CREATE INDEX listener_attempts_by_session ON listener_attempts (session_id, seq);
+    CREATE INDEX listener_attempts_by_event ON listener_attempts (event_id);
     CREATE INDEX listener_attempts_due ON listener_attempts (account_id, scheduled_at) WHERE status = 'scheduled';
     CREATE INDEX listener_attempts_sending ON listener_attempts (session_id) WHERE status = 'sending';
     `,
