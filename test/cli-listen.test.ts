@@ -85,6 +85,8 @@ describe.concurrent('listen', () => {
     "forwards the account's events, signed, as webhook deliveries, and retries a failure on the clock",
     async () => {
       const [key, other] = await Promise.all([newAccountAt(sandbox.origin), newAccountAt(sandbox.origin)]);
+      // A frozen clock: the rate limit's minute does not roll over while the test counts.
+      await api('POST', '/_sandbox/clock', key, { frozen: true });
       const receiver = await startReceiver([200]);
       // The sandbox itself may not send there.
       const refused = await api('POST', '/v1/webhooks', key, {
@@ -136,6 +138,12 @@ describe.concurrent('listen', () => {
         const triggered = await api('POST', '/_sandbox/events/trigger', key, { event: 'label.generated' });
         await requestFor(receiver, triggered.body.id);
         await listen.waitFor('stdout', /<-- \[500\] label.generated/);
+        // The command prints the answer, then reports it: the retry exists once the report is in.
+        const [session] = (await api('GET', '/_sandbox/listeners', key)).body.data;
+        await vi.waitFor(async () => {
+          const [retry] = (await api('GET', `/_sandbox/listeners/${session.id}/deliveries`, key)).body.data;
+          expect(retry).toMatchObject({ event: 'label.generated', attempt: 1, status: 'scheduled' });
+        });
         const advanced = await api('POST', '/_sandbox/clock/advance', key, { by: '61s' });
         expect(advanced.status).toBe(200);
         const retry = receiver.requests.at(-1) as ReceivedRequest;
@@ -145,7 +153,6 @@ describe.concurrent('listen', () => {
         });
         await listen.waitFor('stdout', /<-- \[202\] label.generated/);
 
-        const [session] = (await api('GET', '/_sandbox/listeners', key)).body.data;
         expect(session).toMatchObject({ forward_to: receiver.url, connected: true });
         const deliveries = (await api('GET', `/_sandbox/listeners/${session.id}/deliveries`, key)).body.data;
         expect(deliveries.map((d: any) => [d.event, d.attempt, d.status, d.response_status])).toEqual([
