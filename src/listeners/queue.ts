@@ -71,14 +71,17 @@ export class ListenerQueue implements DueQueue {
     }
   }
 
-  /** The attempt falls due: handed to its session, or failed when the session has ended. */
-  private async handOver(attempt: ListenerAttemptRecord): Promise<RanJob> {
+  /**
+   * The attempt falls due: handed to its session, or failed when the session has ended; undefined
+   * when another replica took it first.
+   */
+  private async handOver(attempt: ListenerAttemptRecord): Promise<RanJob | undefined> {
     const { db, store } = this.deps;
     const handed = await db.transaction(async (tx) => {
       if (await store.markSending(tx, attempt.id)) return true;
-      await store.failGone(tx, attempt.id, GONE_MESSAGE);
-      return false;
+      return (await store.failGone(tx, attempt.id, GONE_MESSAGE)) ? false : undefined;
     });
+    if (handed === undefined) return undefined;
     if (handed) this.deps.handedOver(attempt.sessionId);
     return {
       id: attempt.id,

@@ -267,8 +267,9 @@ export class ListenerStore {
     return (await tx.run(SQL.markSending, [id])) === 1;
   }
 
-  async failGone(tx: Sql, id: string, message: string): Promise<void> {
-    await tx.run(SQL.failGone, [message, id]);
+  /** Fails a scheduled attempt whose session ended: false when it was no longer scheduled. */
+  async failGone(tx: Sql, id: string, message: string): Promise<boolean> {
+    return (await tx.run(SQL.failGone, [message, id])) === 1;
   }
 
   /** The attempts handed to these sessions and not answered yet, oldest first. */
