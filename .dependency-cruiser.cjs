@@ -28,6 +28,7 @@ const RESOURCE_IMPORTS = {
   labels: ['addresses', 'events', 'rates', 'scenarios', 'shipments'],
   tracking: ['addresses', 'events', 'labels', 'rates', 'scenarios', 'shipments'],
   webhooks: ['events', 'labels', 'shipments', 'tracking'],
+  listeners: ['events', 'webhooks'],
   report: ['journal', 'labels', 'tracking', 'webhooks'],
 };
 const NOT_RESOURCES = [...LAYERS, ...GROUND];

@@ -14,6 +14,7 @@ const ON_POSTGRES = [
   'test/errors.test.ts',
   'test/journal.test.ts',
   'test/labels-api.test.ts',
+  'test/listeners.test.ts',
   'test/methods.test.ts',
   'test/page-cache.test.ts',
   'test/paged-lists.test.ts',

@@ -23,6 +23,8 @@ import { requireHttps } from './http/strict-https.js';
 import { journalRequests } from './journal/middleware.js';
 import { journalModule } from './journal/module.js';
 import { labelsModule } from './labels/module.js';
+import { listenersModule } from './listeners/module.js';
+import type { ListenerTiming } from './listeners/service.js';
 import type { ModuleContext, ModuleParts, Ports, SandboxModule } from './module.js';
 import { ratesModule } from './rates/module.js';
 import { reportModule } from './report/module.js';
@@ -50,6 +52,8 @@ export interface SandboxParts {
   realNow?: () => number;
   /** Resolves webhook receivers' host names; the system's resolver unless a test makes names resolve to loopback. */
   resolveHost?: ResolveHost;
+  /** Shorter listen heartbeats and grace, for tests. */
+  listenerTiming?: Partial<ListenerTiming>;
 }
 
 /**
@@ -60,7 +64,8 @@ function sandboxModules({
   config,
   scenarios,
   resolveHost,
-}: Pick<SandboxParts, 'config' | 'scenarios' | 'resolveHost'>): SandboxModule[] {
+  listenerTiming,
+}: Pick<SandboxParts, 'config' | 'scenarios' | 'resolveHost' | 'listenerTiming'>): SandboxModule[] {
   return [
     accountsModule({
       clockSpeed: config.clockSpeed,
@@ -83,6 +88,7 @@ function sandboxModules({
       timeoutMs: config.webhookTimeoutMs,
       resolveHost,
     }),
+    listenersModule({ timeoutMs: config.webhookTimeoutMs, timing: listenerTiming }),
     faultsModule(),
     journalModule(),
     reportModule({ webhookTimeoutMs: config.webhookTimeoutMs }),

@@ -13,7 +13,7 @@ import { Output, outputMode, table } from '../src/cli/output.js';
 import { originOf } from '../src/cli/sandbox-api.js';
 import { SETTINGS, testConfig } from '../src/config/index.js';
 import { type RunningSandbox, startServer } from '../src/server.js';
-import { callSandbox, newAccountAt, type Run, runCli, spawnCli } from './cli-harness.js';
+import { callSandbox, newAccountAt, type Run, runCli } from './cli-harness.js';
 import { DEFAULT_KEY, shipmentRequest } from './helpers.js';
 import { closedPortUrl, type Receiver, startReceiver } from './receiver.js';
 
@@ -396,50 +396,6 @@ describe.concurrent('the command line: controls', () => {
         expect(created.api_key).toMatch(/^svc_test_/);
       } finally {
         await guarded.close();
-      }
-    },
-    SPAWNS,
-  );
-
-  it(
-    'listen prints each delivery from now on, one JSON line each',
-    async () => {
-      const key = await newAccount();
-      await webhookTo(key, receiver.url, ['tracking.delivered', 'tracking.exception']);
-      // Delivered before listen starts: not printed.
-      await api('POST', '/_sandbox/events/trigger', key, { event: 'tracking.exception' });
-      await api('POST', '/_sandbox/clock/advance', key, { by: 1 });
-
-      const child = spawnCli(sandbox.origin, ['listen', '--interval', '100ms'], {
-        SHIPPING_SANDBOX_KEY: key,
-      });
-      try {
-        let stdout = '';
-        let stderr = '';
-        const line = new Promise<string>((resolve) =>
-          child.stdout.on('data', (chunk) => {
-            stdout += String(chunk);
-            if (stdout.includes('\n')) resolve(stdout);
-          }),
-        );
-        await new Promise<void>((resolve, reject) => {
-          child.stderr.on('data', (chunk) => {
-            stderr += String(chunk);
-            if (stderr.includes('Listening for webhook deliveries')) resolve();
-          });
-          child.on('exit', () => reject(new Error(`listen exited: ${stderr}`)));
-        });
-        const event = await api('POST', '/_sandbox/events/trigger', key, { event: 'tracking.delivered' });
-        const [first] = (await line).trim().split('\n');
-        expect(JSON.parse(first as string)).toMatchObject({
-          event: 'tracking.delivered',
-          event_id: event.body.id,
-          attempt: 0,
-          status: 'succeeded',
-          response_status: 200,
-        });
-      } finally {
-        child.kill('SIGTERM');
       }
     },
     SPAWNS,

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { signedBy, startAnsweringReceiver } from './answering-receiver.js';
 import { browserSession, newFrozenAccount } from './browser.js';
 import { shipmentRequest } from './helpers.js';
+import { openStream } from './listen-harness.js';
 import { startReceiver } from './receiver.js';
 
 /**
@@ -158,6 +159,39 @@ describe('the probe', { timeout: 30_000 }, () => {
       // The genuine delivery is judged as any delivery is.
       await rows.filter({ hasText: 'probe, genuine signature' }).filter({ hasText: 'succeeded' }).waitFor();
     }
+  });
+});
+
+describe('listen sessions', { timeout: 30_000 }, () => {
+  it('lists each open session with its deliveries beside the endpoints, which it is not one of', async () => {
+    const account = await newFrozenAccount(session.origin);
+    const opened = await account.api('POST', '/_sandbox/listeners', {
+      forward_to: 'http://localhost:3000/webhooks',
+    });
+    // Held by a connection, as `shipping-sandbox listen` holds it.
+    const stream = await openStream(
+      `${session.origin}/_sandbox/listeners/${opened.json.id}/stream`,
+      account.key,
+    );
+    session.closeAfterTest({ close: async () => stream.close() });
+    await stream.next((m) => m.event === 'ready');
+    await account.api('POST', '/_sandbox/events/trigger', { event: 'label.voided' });
+    const delivery = JSON.parse((await stream.next((m) => m.event === 'delivery')).data);
+    await account.api('POST', `/_sandbox/listeners/${opened.json.id}/deliveries/${delivery.id}/outcome`, {
+      response_status: 503,
+      duration_ms: 7,
+    });
+
+    const page = await signedIn(account.key, '#/webhooks');
+    const panel = page.getByRole('region', { name: 'Listen sessions' });
+    await panel.getByRole('heading', { name: `http://localhost:3000/webhooks ${opened.json.id}` }).waitFor();
+    await panel.getByText(/^Connected/).waitFor();
+    const row = panel
+      .getByRole('table', { name: `Deliveries through ${opened.json.id}, newest first` })
+      .getByRole('row')
+      .filter({ hasText: delivery.event_id });
+    await row.filter({ hasText: 'failed' }).filter({ hasText: '503' }).waitFor();
+    await page.getByText('No endpoints yet.').waitFor();
   });
 });
 

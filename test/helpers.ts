@@ -42,7 +42,7 @@ export function capturingLogger() {
  */
 export async function createTestSandbox(
   overrides: Partial<Config> = {},
-  parts: Partial<Pick<SandboxParts, 'resolveHost' | 'database'>> = {},
+  parts: Partial<Pick<SandboxParts, 'resolveHost' | 'database' | 'listenerTiming'>> = {},
 ) {
   const config = testConfig(overrides);
   const database = parts.database ?? (await testDatabase());
@@ -103,6 +103,9 @@ export async function createTestSandbox(
 
   const { stores, services, scheduler, modules, schema, ports } = sandbox;
   return {
+    /** Starts what runs in the background (the scheduler's timer, the modules' own); tests mostly move the clock instead. */
+    start: () => sandbox.start(),
+    stop: () => sandbox.stop(),
     app,
     database,
     db,

@@ -197,6 +197,7 @@ describe('/openapi.json', () => {
       'GET /_sandbox/emails',
       'GET /_sandbox/events',
       'GET /_sandbox/faults',
+      'GET /_sandbox/listeners/{id}/deliveries',
       'GET /_sandbox/requests',
       'GET /_sandbox/shipments',
       'GET /_sandbox/webhooks',
@@ -328,8 +329,14 @@ describe('/openapi.json', () => {
           path.startsWith('/v1/') ||
           path.startsWith('/_sandbox/'),
       ]);
-      // Nothing is written by a read, nor by a rate quote.
-      expect([key, has('507')]).toEqual([key, method !== 'get' && !key.endsWith('/rates')]);
+      // Nothing is written by a read, nor by a rate quote; but the account's listen secret is made at
+      // its first read, and a listen session's stream records the connection that holds it.
+      expect([key, has('507')]).toEqual([
+        key,
+        (method !== 'get' && !key.endsWith('/rates')) ||
+          key === 'GET /_sandbox/listeners/secret' ||
+          key === 'GET /_sandbox/listeners/{id}/stream',
+      ]);
       // A key is checked where one is asked for, and where an admin token may be.
       expect([key, has('401')]).toEqual([key, takesKey || key === 'POST /_sandbox/accounts']);
       // Any route may be refused for the host it names or for coming from another site's page.

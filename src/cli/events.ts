@@ -22,9 +22,15 @@ export function addEventCommands(program: Command): void {
       const triggered = await api.post<EventEnvelope>('/_sandbox/events/trigger', { event });
       const webhooks = (await everyItem<Webhook>(api, '/_sandbox/webhooks')).data.data;
       const subscribed = webhooks.filter((webhook) => webhook.events.includes(triggered.data.event));
-      out.answer(triggered, (envelope) => formatTriggered(envelope, subscribed));
+      // A `listen` running for the account receives it too.
+      const listening = (
+        await api.get<{ data: { id: string; events: string[] }[] }>('/_sandbox/listeners')
+      ).data.data
+        .filter((session) => session.events.includes(triggered.data.event))
+        .map((session) => session.id);
+      out.answer(triggered, (envelope) => formatTriggered(envelope, subscribed, listening));
       // Said on stderr too, so that a script reading the JSON on stdout hears of it.
-      if (!subscribed.some((webhook) => webhook.status === 'active'))
+      if (listening.length === 0 && !subscribed.some((webhook) => webhook.status === 'active'))
         process.stderr.write(`${notSentWarning(triggered.data.event, subscribed)}\n`);
     },
   );

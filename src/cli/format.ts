@@ -114,14 +114,20 @@ export function formatScenarios(list: ScenarioList): string {
   return table(['NAME', 'STEPS', 'ENDS', 'DESCRIPTION'], rows, 'No scenarios.');
 }
 
-/** A triggered event, and which of the account's webhooks it went to. */
-export function formatTriggered(event: EventEnvelope, subscribed: readonly Webhook[]): string {
+/** A triggered event, and which of the account's webhooks and listen sessions it went to. */
+export function formatTriggered(
+  event: EventEnvelope,
+  subscribed: readonly Webhook[],
+  listening: readonly string[] = [],
+): string {
   const active = subscribed.filter((webhook) => webhook.status === 'active');
   const sent =
     active.length === 0
-      ? `${notSentWarning(event.event, subscribed)}\n`
+      ? ''
       : `Delivering to ${active.map((webhook) => webhook.id).join(', ')}: see \`shipping-sandbox deliveries <webhook-id>\`.\n`;
-  return `Triggered ${event.event} as ${event.id} at ${event.created_at}.\n${sent}`;
+  const listened = listening.length === 0 ? '' : `Sending to the listen sessions ${listening.join(', ')}.\n`;
+  const nowhere = sent || listened ? '' : `${notSentWarning(event.event, subscribed)}\n`;
+  return `Triggered ${event.event} as ${event.id} at ${event.created_at}.\n${sent}${listened}${nowhere}`;
 }
 
 /** Why a triggered event went nowhere, and what to do about it. */

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import { createParser } from 'eventsource-parser';
 import { type Control, controlAction, type Invocation } from './control.js';
+import { readEvents } from './event-stream.js';
 import { formatRequest, type JournalEntry } from './format.js';
 import { UnreachableError } from './sandbox-api.js';
 
@@ -72,14 +72,16 @@ async function tail({ api, out }: Control, { options }: Invocation): Promise<voi
       );
       connected = true;
       lost = false;
-      await readEvents(response, (event, data) => {
-        if (event === 'request') {
-          const entry = JSON.parse(data) as JournalEntry;
-          if (wanted(entry)) out.item(entry, formatRequest);
-        } else if (event === 'dropped') {
-          const { count } = JSON.parse(data) as { count: number };
-          process.stderr.write(`(${count} requests left out: they came faster than they were read)\n`);
-        }
+      await readEvents(response, {
+        onEvent: (event, data) => {
+          if (event === 'request') {
+            const entry = JSON.parse(data) as JournalEntry;
+            if (wanted(entry)) out.item(entry, formatRequest);
+          } else if (event === 'dropped') {
+            const { count } = JSON.parse(data) as { count: number };
+            process.stderr.write(`(${count} requests left out: they came faster than they were read)\n`);
+          }
+        },
       });
     } catch (error) {
       if (!(error instanceof UnreachableError) || !connected) throw error;
@@ -87,18 +89,6 @@ async function tail({ api, out }: Control, { options }: Invocation): Promise<voi
     if (!lost) process.stderr.write(`Lost the sandbox at ${api.origin}; trying again every second.\n`);
     lost = true;
     await sleep(RECONNECT_MS);
-  }
-}
-
-/** Hands each event of the stream over until it ends; a connection cut off ends it too. */
-async function readEvents(response: Response, onEvent: (event: string, data: string) => void): Promise<void> {
-  const parser = createParser({ onEvent: (message) => onEvent(message.event ?? 'message', message.data) });
-  if (!response.body) return;
-  const decoder = new TextDecoder();
-  try {
-    for await (const chunk of response.body) parser.feed(decoder.decode(chunk, { stream: true }));
-  } catch {
-    // The connection was cut (the sandbox stopped): as good as the end of the stream.
   }
 }
 

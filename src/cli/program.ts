@@ -7,6 +7,7 @@ import { Exit } from './control.js';
 import { addEventCommands } from './events.js';
 import { addFaultCommands } from './faults.js';
 import { addKeyCommands } from './keys.js';
+import { addListenCommand } from './listen.js';
 import { addLogCommands } from './logs.js';
 import { addReportCommands } from './report.js';
 import { addResetCommand } from './reset.js';
@@ -90,6 +91,7 @@ export function createProgram(parts: CommandLineParts): Command {
   program.commandsGroup('Events and webhooks:');
   addEventCommands(program);
   addWebhookCommands(program);
+  addListenCommand(program);
   program.commandsGroup('Requests and faults:');
   addLogCommands(program);
   addFaultCommands(program);
@@ -124,7 +126,8 @@ Examples:
   shipping-sandbox shipments                    the newest shipments and their tracking numbers
   shipping-sandbox shipments advance shp_… delivered
   shipping-sandbox trigger tracking.delivered   send a sample event to the webhooks
-  shipping-sandbox listen                       print webhook deliveries as they happen
+  shipping-sandbox listen --forward-to localhost:3000/webhooks
+                                                receive the account's events here, signed
   shipping-sandbox webhooks create https://127.0.0.1:8787/hooks --events tracking.delivered
   shipping-sandbox logs tail --status 4xx,5xx   print the account's failing requests as they happen
   shipping-sandbox accounts create --plan starter

@@ -1,10 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import { durationMillis } from '../core/duration.js';
 import { EVENT_TYPES } from '../events/schema.js';
 import { SECRET_LENGTH } from '../webhooks/schema.js';
-import { type Control, controlAction, parseLimit, segment } from './control.js';
+import { controlAction, parseLimit, segment } from './control.js';
 import {
   type Attempt,
   type AttemptList,
@@ -17,11 +15,11 @@ import {
   type Webhook,
 } from './format.js';
 import { everyItem } from './pages.js';
-import { type Answer, SandboxError, UnreachableError } from './sandbox-api.js';
+import type { Answer } from './sandbox-api.js';
 import { asDefaultSubcommand } from './suggest.js';
 
 /**
- * `webhooks` (list, create, delete), `deliveries`, `redeliver`, `listen`, `emails`: the account's
+ * `webhooks` (list, create, delete), `deliveries`, `redeliver`, `emails`: the account's
  * receivers and what they were sent. The webhooks are managed under `/_sandbox`, where nothing the
  * command does counts against the account's own client.
  */
@@ -97,78 +95,12 @@ export function addWebhookCommands(program: Command): void {
 
   controlAction(
     program
-      .command('listen')
-      .description('print webhook deliveries as they happen, one line each, until stopped (Ctrl-C)')
-      .option('--webhook <webhook-id>', 'only this webhook')
-      .option('--interval <duration>', 'how often to look', parseInterval, 1000),
-    listen,
-  );
-
-  controlAction(
-    program
       .command('emails')
       .description("read the account's e-mail outbox (the alert when a webhook is marked failed)")
       .option('--limit <n>', 'how many', parseLimit, 20),
     async ({ api, out }, { options }) =>
       out.answer(await api.get<EmailList>(`/_sandbox/emails?limit=${options.limit}`), formatEmails),
   );
-}
-
-const SETTLED = new Set(['succeeded', 'failed', 'cancelled']);
-
-/**
- * Polls the deliveries of the account's webhooks and prints each attempt once it has an outcome,
- * oldest first. Attempts settled before it started are not printed: like `stripe listen`, it shows
- * what happens from now on. A sandbox that goes away is waited for, not given up on.
- */
-async function listen({ api, out }: Control, { options }: { options: Record<string, unknown> }) {
-  const only = options.webhook as string | undefined;
-  const interval = options.interval as number;
-  const printed = new Set<string>();
-  let first = true;
-  let lost = false;
-  for (;;) {
-    try {
-      const webhooks = only
-        ? [{ id: only }]
-        : (await everyItem<Webhook>(api, '/_sandbox/webhooks')).data.data.map((webhook) => ({
-            id: webhook.id,
-          }));
-      const settled: Attempt[] = [];
-      for (const webhook of webhooks) {
-        const attempts = await deliveriesOf(api, webhook.id, only !== undefined);
-        settled.push(...attempts.filter((a) => SETTLED.has(a.status) && !printed.has(a.id)));
-      }
-      settled.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-      for (const attempt of settled) {
-        printed.add(attempt.id);
-        if (!first) out.item(attempt, formatAttempt);
-      }
-      if (first) {
-        process.stderr.write(
-          `Listening for webhook deliveries at ${api.origin}${only ? ` to ${only}` : ''} (Ctrl-C to stop)\n`,
-        );
-        first = false;
-      }
-      if (lost) process.stderr.write('The sandbox answers again.\n');
-      lost = false;
-    } catch (error) {
-      if (!(error instanceof UnreachableError)) throw error;
-      if (!lost) process.stderr.write(`${error.message}\nTrying again every ${interval} ms.\n`);
-      lost = true;
-    }
-    await sleep(interval);
-  }
-}
-
-/** A webhook deleted since the list was read has no deliveries, unless it was the one asked for. */
-async function deliveriesOf(api: Control['api'], id: string, asked: boolean): Promise<Attempt[]> {
-  try {
-    return (await api.get<AttemptList>(`/_sandbox/webhooks/${segment(id)}/deliveries?limit=100`)).data.data;
-  } catch (error) {
-    if (!asked && error instanceof SandboxError && error.status === 404) return [];
-    throw error;
-  }
 }
 
 /** A signing secret as `stripe listen` makes one: `whsec_` and 32 random bytes. */
@@ -182,7 +114,8 @@ function withSecret(answer: Answer<Webhook>, secret: string): Answer<Webhook & {
   return { ...answer, data, text: JSON.stringify(data) };
 }
 
-function parseEvents(text: string): string[] {
+/** `--events a,b`: event names, checked here so that a typo is a usage error. */
+export function parseEvents(text: string): string[] {
   const events = text.split(',').map((event) => event.trim());
   const unknown = events.filter((event) => !(EVENT_TYPES as readonly string[]).includes(event));
   if (unknown.length > 0 || events.length === 0)
@@ -190,11 +123,4 @@ function parseEvents(text: string): string[] {
       `Not an event: ${unknown.join(', ')}. Events are ${EVENT_TYPES.join(', ')}.`,
     );
   return events;
-}
-
-function parseInterval(text: string): number {
-  const millis = durationMillis(text);
-  if (millis === undefined || millis < 50 || millis > 60_000)
-    throw new InvalidArgumentError('Not a duration from 50ms to 1m (such as 1s or 250ms).');
-  return millis;
 }

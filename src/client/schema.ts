@@ -796,6 +796,127 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/_sandbox/listeners": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The account's open listen sessions, newest first
+         * @description Each `shipping-sandbox listen` running, or closed less than 10 s ago. `GET /v1/webhooks` never lists them.
+         */
+        get: operations["listListeners"];
+        put?: never;
+        /**
+         * Open a listen session: the events it receives go down its stream
+         * @description What `shipping-sandbox listen` does first. Then `GET /_sandbox/listeners/{id}/stream` holds the session's connection. A session not held by a connection ends 10 s after it was opened or its connection closed; its attempts still pending then fail with `listener_gone`.
+         */
+        post: operations["openListener"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/_sandbox/listeners/secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The account's listen signing secret (`shipping-sandbox listen --print-secret`) */
+        get: operations["getListenerSecret"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/_sandbox/listeners/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A session's delivery attempts, newest first, in the shape of a webhook's
+         * @description Readable after the session ended too, until the account is reset.
+         */
+        get: operations["listListenerDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/_sandbox/listeners/{id}/deliveries/{delivery_id}/outcome": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * How the receiver answered a delivery the command forwarded
+         * @description The command reports each answer: a non-2xx (or an error) is retried on the account's ladder through the session. The first outcome counts: one reported again changes nothing and answers the attempt as recorded.
+         */
+        post: operations["reportListenerDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/_sandbox/listeners/{id}/heartbeat": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The command still reads the session's stream
+         * @description The command answers each heartbeat of the stream with this. A session whose command answers none for two and a half heartbeats has its connection closed by the sandbox (then it ends 10 s later).
+         */
+        post: operations["answerListenerHeartbeat"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/_sandbox/listeners/{id}/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The listen session's deliveries, as server-sent events
+         * @description Holds the session until the client goes away (a newer connection to the same session takes it over). First a `ready` event (`ListenerReady`: the session, its signing secret, the heartbeat and the forward timeout), then one `delivery` event a delivery, `id` the attempt and `data` a `ListenerDeliveryMessage`: POST `body` to `forward_to` with the headers of a webhook delivery signed with `secret`, then report the answer to `POST …/deliveries/{delivery_id}/outcome`. Deliveries not answered yet are sent again on the next connection: drop those already seen by `id`. A `: heartbeat` comment comes every 15 s; answer each with `POST …/heartbeat`. An `ended` event says the session is over (the account was reset). A session ended (its connection closed more than 10 s ago) answers `404 not_found`: open a new one.
+         */
+        get: operations["streamListener"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/_sandbox/faults": {
         parameters: {
             query?: never;
@@ -1358,6 +1479,39 @@ export interface components {
              */
             created_at: string;
             data: components["schemas"]["Tracking"];
+        };
+        ListenerReady: {
+            /** @example lsn_01JD3S5Z7QK2N8W4X6Y9A0B1C2 */
+            id: string;
+            forward_to: string | null;
+            events: ("shipment.created" | "shipment.cancelled" | "label.generated" | "label.voided" | "tracking.updated" | "tracking.delivered" | "tracking.exception")[];
+            /** @description the listen signing secret the command signs each forward with */
+            secret: string;
+            /** @description how often the stream sends a heartbeat */
+            heartbeat_ms: number;
+            /** @description how long a forward may wait for its answer: the webhook timeout */
+            timeout_ms: number;
+        };
+        ListenerDeliveryMessage: {
+            /**
+             * @description the attempt; the same when sent again
+             * @example dlv_01JD…
+             */
+            id: string;
+            /** @example lsn_01JD3S5Z7QK2N8W4X6Y9A0B1C2 */
+            listener_id: string;
+            event_id: string;
+            /** @enum {string} */
+            event: "shipment.created" | "shipment.cancelled" | "label.generated" | "label.voided" | "tracking.updated" | "tracking.delivered" | "tracking.exception";
+            /** @description `Service-Delivery-Attempt`: 0, then 1, 2, … for retries */
+            attempt: number;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T08:23:14Z
+             */
+            sent_at: string;
+            /** @description the event's envelope, the exact bytes to send */
+            body: string;
         };
         Error: {
             error: {
@@ -1925,6 +2079,104 @@ export interface components {
                  */
                 created_at: string;
             }[];
+        };
+        Listener: {
+            /** @example lsn_01JD3S5Z7QK2N8W4X6Y9A0B1C2 */
+            id: string;
+            forward_to: string | null;
+            events: ("shipment.created" | "shipment.cancelled" | "label.generated" | "label.voided" | "tracking.updated" | "tracking.delivered" | "tracking.exception")[];
+            /**
+             * Format: date-time
+             * @description when the session was opened
+             * @example 2026-11-22T08:23:14Z
+             */
+            connected_at: string;
+            /** @description whether a connection holds it now; false in the 10 s after its connection closed, while a reconnect may still take it up */
+            connected: boolean;
+        };
+        OpenListener: {
+            /**
+             * @description where the command forwards each delivery, from its own machine: the sandbox never connects to it, so the webhook destination policy does not apply. Absent or null: the command only prints them.
+             * @example http://localhost:3000/webhooks
+             */
+            forward_to?: string | null;
+            /**
+             * @description the events to receive; all seven when absent
+             * @example [
+             *       "shipment.created",
+             *       "label.generated"
+             *     ]
+             */
+            events?: ("shipment.created" | "shipment.cancelled" | "label.generated" | "label.voided" | "tracking.updated" | "tracking.delivered" | "tracking.exception")[];
+        };
+        ListenerList: {
+            data: components["schemas"]["Listener"][];
+        };
+        ListenerSecret: {
+            /**
+             * @description the account's listen signing secret: every session of the account signs with it; it changes only when the account is reset
+             * @example whsec_3mZ0d1k…
+             */
+            secret: string;
+        };
+        ListenerDeliveryList: {
+            data: components["schemas"]["ListenerDelivery"][];
+        };
+        ListenerDelivery: {
+            /** @example dlv_01JD… */
+            id: string;
+            event_id: string;
+            /** @enum {string} */
+            event: "shipment.created" | "shipment.cancelled" | "label.generated" | "label.voided" | "tracking.updated" | "tracking.delivered" | "tracking.exception";
+            /** @description 0 for the first try, then 1 to 5 for the retries */
+            attempt: number;
+            /**
+             * @description `sending`: handed to the session, the command has not reported the answer yet (it is sent again after a reconnect)
+             * @enum {string}
+             */
+            status: "scheduled" | "sending" | "succeeded" | "failed";
+            /**
+             * Format: date-time
+             * @example 2026-11-22T08:23:14Z
+             */
+            scheduled_at: string;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T08:23:14Z
+             */
+            sent_at: string | null;
+            response_status: number | null;
+            /** @description the first 1 KiB of the answer (the sandbox reads at most 64 KiB of an answer, then closes the connection) */
+            response_excerpt: string | null;
+            /** @description real milliseconds the forward took, as the command measured them */
+            duration_ms: number | null;
+            /**
+             * @description why the attempt failed: as reported by the command (no answer in time, no connection, a non-2xx answer, a destination it refused), or `listener_gone`: the session ended (10 s after its connection closed) before the attempt had an answer; it is not retried
+             * @enum {string|null}
+             */
+            error: "timeout" | "connection" | "http" | "destination_not_allowed" | "listener_gone" | null;
+            error_message: string | null;
+            /**
+             * Format: date-time
+             * @example 2026-11-22T08:23:14Z
+             */
+            next_attempt_at: string | null;
+            /** @example lsn_01JD3S5Z7QK2N8W4X6Y9A0B1C2 */
+            listener_id: string;
+        };
+        ListenerDeliveryOutcome: {
+            /** @description the receiver's status; null when it did not answer (then `error` says why), or when the command only prints */
+            response_status: number | null;
+            /** @description the start of the answer; the sandbox keeps its first 1 KiB */
+            response_excerpt?: string | null;
+            /** @description real milliseconds */
+            duration_ms: number;
+            /**
+             * @description why the forward failed, as webhook deliveries say it; absent or null when answered
+             * @enum {string|null}
+             */
+            error?: "timeout" | "connection" | "http" | "destination_not_allowed" | null;
+            error_message?: string | null;
         };
         Fault: {
             id: string;
@@ -10185,6 +10437,936 @@ export interface operations {
                         error: {
                             /** @enum {string} */
                             code: "service_unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    listListeners: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Sessions */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListenerList"];
+                };
+            };
+            /** @description Bad request: `invalid_parameter` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_parameter";
+                        };
+                    };
+                };
+            };
+            /** @description No valid API key: `invalid_api_key`, `missing_api_key` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_api_key" | "missing_api_key";
+                        };
+                    };
+                };
+            };
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
+                        };
+                    };
+                };
+            };
+            /** @description Method not allowed: `method_not_allowed` */
+            405: {
+                headers: {
+                    /** @description The methods this path takes, such as `GET, POST` */
+                    Allow: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "method_not_allowed";
+                        };
+                    };
+                };
+            };
+            /** @description Unexpected error: `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "internal_error";
+                        };
+                    };
+                };
+            };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    openListener: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OpenListener"];
+            };
+        };
+        responses: {
+            /** @description The session */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Listener"];
+                };
+            };
+            /** @description Bad request: `invalid_json`, `invalid_parameter`, `request_too_large`, `unsupported_content_type` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_json" | "invalid_parameter" | "request_too_large" | "unsupported_content_type";
+                        };
+                    };
+                };
+            };
+            /** @description No valid API key: `invalid_api_key`, `missing_api_key` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_api_key" | "missing_api_key";
+                        };
+                    };
+                };
+            };
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
+                        };
+                    };
+                };
+            };
+            /** @description Method not allowed: `method_not_allowed` */
+            405: {
+                headers: {
+                    /** @description The methods this path takes, such as `GET, POST` */
+                    Allow: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "method_not_allowed";
+                        };
+                    };
+                };
+            };
+            /** @description Refused: `invalid_field`, `missing_field` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_field" | "missing_field";
+                        };
+                    };
+                };
+            };
+            /** @description Unexpected error: `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "internal_error";
+                        };
+                    };
+                };
+            };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                        };
+                    };
+                };
+            };
+            /** @description Insufficient storage: `insufficient_storage` */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "insufficient_storage";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    getListenerSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The secret */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListenerSecret"];
+                };
+            };
+            /** @description Bad request: `invalid_parameter` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_parameter";
+                        };
+                    };
+                };
+            };
+            /** @description No valid API key: `invalid_api_key`, `missing_api_key` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_api_key" | "missing_api_key";
+                        };
+                    };
+                };
+            };
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
+                        };
+                    };
+                };
+            };
+            /** @description Method not allowed: `method_not_allowed` */
+            405: {
+                headers: {
+                    /** @description The methods this path takes, such as `GET, POST` */
+                    Allow: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "method_not_allowed";
+                        };
+                    };
+                };
+            };
+            /** @description Unexpected error: `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "internal_error";
+                        };
+                    };
+                };
+            };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                        };
+                    };
+                };
+            };
+            /** @description Insufficient storage: `insufficient_storage` */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "insufficient_storage";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    listListenerDeliveries: {
+        parameters: {
+            query?: {
+                /** @description how many items, from 1 to 1000 */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Attempts */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListenerDeliveryList"];
+                };
+            };
+            /** @description Bad request: `invalid_parameter` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_parameter";
+                        };
+                    };
+                };
+            };
+            /** @description No valid API key: `invalid_api_key`, `missing_api_key` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_api_key" | "missing_api_key";
+                        };
+                    };
+                };
+            };
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
+                        };
+                    };
+                };
+            };
+            /** @description Not found: `not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "not_found";
+                        };
+                    };
+                };
+            };
+            /** @description Method not allowed: `method_not_allowed` */
+            405: {
+                headers: {
+                    /** @description The methods this path takes, such as `GET, POST` */
+                    Allow: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "method_not_allowed";
+                        };
+                    };
+                };
+            };
+            /** @description Unexpected error: `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "internal_error";
+                        };
+                    };
+                };
+            };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    reportListenerDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                delivery_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ListenerDeliveryOutcome"];
+            };
+        };
+        responses: {
+            /** @description The attempt */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ListenerDelivery"];
+                };
+            };
+            /** @description Bad request: `invalid_json`, `invalid_parameter`, `request_too_large`, `unsupported_content_type` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_json" | "invalid_parameter" | "request_too_large" | "unsupported_content_type";
+                        };
+                    };
+                };
+            };
+            /** @description No valid API key: `invalid_api_key`, `missing_api_key` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_api_key" | "missing_api_key";
+                        };
+                    };
+                };
+            };
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
+                        };
+                    };
+                };
+            };
+            /** @description Not found: `not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "not_found";
+                        };
+                    };
+                };
+            };
+            /** @description Method not allowed: `method_not_allowed` */
+            405: {
+                headers: {
+                    /** @description The methods this path takes, such as `GET, POST` */
+                    Allow: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "method_not_allowed";
+                        };
+                    };
+                };
+            };
+            /** @description Refused: `invalid_field`, `missing_field` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_field" | "missing_field";
+                        };
+                    };
+                };
+            };
+            /** @description Unexpected error: `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "internal_error";
+                        };
+                    };
+                };
+            };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                        };
+                    };
+                };
+            };
+            /** @description Insufficient storage: `insufficient_storage` */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "insufficient_storage";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    answerListenerHeartbeat: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Listener"];
+                };
+            };
+            /** @description Bad request: `invalid_json`, `invalid_parameter`, `request_too_large`, `unsupported_content_type` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_json" | "invalid_parameter" | "request_too_large" | "unsupported_content_type";
+                        };
+                    };
+                };
+            };
+            /** @description No valid API key: `invalid_api_key`, `missing_api_key` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_api_key" | "missing_api_key";
+                        };
+                    };
+                };
+            };
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
+                        };
+                    };
+                };
+            };
+            /** @description Not found: `not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "not_found";
+                        };
+                    };
+                };
+            };
+            /** @description Method not allowed: `method_not_allowed` */
+            405: {
+                headers: {
+                    /** @description The methods this path takes, such as `GET, POST` */
+                    Allow: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "method_not_allowed";
+                        };
+                    };
+                };
+            };
+            /** @description Unexpected error: `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "internal_error";
+                        };
+                    };
+                };
+            };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                        };
+                    };
+                };
+            };
+            /** @description Insufficient storage: `insufficient_storage` */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "insufficient_storage";
+                        };
+                    };
+                };
+            };
+        };
+    };
+    streamListener: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The stream; it ends when the client goes away, another connection takes the session, or the sandbox stops */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Bad request: `invalid_parameter` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_parameter";
+                        };
+                    };
+                };
+            };
+            /** @description No valid API key: `invalid_api_key`, `missing_api_key` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_api_key" | "missing_api_key";
+                        };
+                    };
+                };
+            };
+            /** @description Forbidden: `cross_site_request`, `host_not_allowed`, `insufficient_scope` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "cross_site_request" | "host_not_allowed" | "insufficient_scope";
+                        };
+                    };
+                };
+            };
+            /** @description Not found: `not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "not_found";
+                        };
+                    };
+                };
+            };
+            /** @description Method not allowed: `method_not_allowed` */
+            405: {
+                headers: {
+                    /** @description The methods this path takes, such as `GET, POST` */
+                    Allow: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "method_not_allowed";
+                        };
+                    };
+                };
+            };
+            /** @description Unexpected error: `internal_error` */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "internal_error";
+                        };
+                    };
+                };
+            };
+            /** @description Service unavailable: `service_unavailable` */
+            503: {
+                headers: {
+                    /** @description Seconds to wait before trying again, in real time, whatever the account clock's speed. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                        };
+                    };
+                };
+            };
+            /** @description Insufficient storage: `insufficient_storage` */
+            507: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "insufficient_storage";
                         };
                     };
                 };

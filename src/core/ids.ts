@@ -14,6 +14,7 @@ export type IdPrefix =
   | 'eml'
   | 'flt'
   | 'job'
+  | 'lsn'
   | 'req';
 
 /**

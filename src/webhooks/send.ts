@@ -46,6 +46,8 @@ export interface DeliveryRequest {
   probe?: boolean;
   /** Aborted when the sandbox stops before the answer came: the send is cut off, with no outcome. */
   cutOff?: AbortSignal;
+  /** False to take any certificate (`listen --skip-verify`, forwarding to a self-signed local server). */
+  verifyTls?: boolean;
 }
 
 /** A send the sandbox cut off as it stopped: it has no outcome, and is sent again at the next start. */
@@ -202,6 +204,7 @@ function post(
       agent: false,
       lookup: pinnedLookup(addresses),
       headers,
+      ...(request.verifyTls === false ? { rejectUnauthorized: false } : {}),
     });
     const timer = setTimeout(
       () => {

@@ -27,6 +27,7 @@ import {
   type Webhook,
   WHOLE_PAGE,
 } from '../types.js';
+import { ListenSessions } from './listeners.js';
 
 /**
  * The account's webhook endpoints and, for the one picked, every delivery attempt as it happens:
@@ -99,6 +100,7 @@ export function WebhooksScreen(props: { selected: string | undefined; delivery?:
           <AddEndpoint added={() => webhooks.refresh()} />
         </details>
       </section>
+      <ListenSessions />
       <TriggerEvent />
       {selected && <Deliveries key={selected.id} webhook={selected} highlight={props.delivery} />}
       {props.selected && webhooks.loaded && !selected && (
