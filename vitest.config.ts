@@ -14,6 +14,7 @@ const ON_POSTGRES = [
   'test/journal.test.ts',
   'test/labels-api.test.ts',
   'test/methods.test.ts',
+  'test/metrics.test.ts',
   'test/page-cache.test.ts',
   'test/rate-limits.test.ts',
   'test/report.test.ts',

@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { accountsModule } from './accounts/module.js';
 import { clockModule } from './clock/module.js';
 import { type Config, listensOnLoopback, offersDefaultAccount, webhookTargetsOf } from './config/index.js';
+import { SANDBOX_VERSION } from './core/version.js';
 import { dashboardModule } from './dashboard/module.js';
 import { type OwnedTables, SETTINGS } from './db/migrations.js';
 import type { SandboxDatabase } from './db/sql.js';
@@ -23,6 +24,9 @@ import { requireHttps } from './http/strict-https.js';
 import { journalRequests } from './journal/middleware.js';
 import { journalModule } from './journal/module.js';
 import { labelsModule } from './labels/module.js';
+import { SandboxMetrics } from './metrics/metrics.js';
+import { countRequests } from './metrics/middleware.js';
+import { metricsRoutes } from './metrics/routes.js';
 import type { ModuleContext, ModuleParts, Ports, SandboxModule } from './module.js';
 import { ratesModule } from './rates/module.js';
 import { reportModule } from './report/module.js';
@@ -112,16 +116,24 @@ export async function createSandbox(parts: SandboxParts) {
   await database.migrate(schema);
 
   const ports = {} as Ports;
+  const metrics = new SandboxMetrics({
+    version: SANDBOX_VERSION,
+    engine: database.engine,
+    replica: config.replicaId,
+    connections: () => database.connections(),
+  });
   const scheduler = new Scheduler(
     db,
     (accountId) => ports.accounts.service.clockOf(accountId),
     logger,
     realNow,
+    metrics,
   );
   const context: ModuleContext = {
     db,
     scheduler,
     logger,
+    metrics,
     realNow,
     ports,
     provide: (name, port) => {
@@ -155,6 +167,7 @@ export async function createSandbox(parts: SandboxParts) {
   const app = new OpenAPIHono<AppEnv>();
   app.onError(errorHandler(logger));
   app.notFound(routeNotFound);
+  app.use(countRequests(metrics));
   // Checked once: a middleware that only decides not to log still costs every request a step (the
   // benchmark runs at `warn` for that reason).
   if (logger.isLevelEnabled('info')) app.use(logRequests(logger));
@@ -174,6 +187,7 @@ export async function createSandbox(parts: SandboxParts) {
       ? c.json({ status: 'ok' as const, database: database.engine }, 200)
       : c.json({ status: 'unavailable' as const, database: database.engine }, 503, { 'Retry-After': '5' }),
   );
+  app.route('/', metricsRoutes(metrics, config.adminToken));
 
   const auth = authenticate((key) => accounts.resolveKey(key));
   // Order matters: strict HTTPS first, and only in strict mode (every step is a step of every

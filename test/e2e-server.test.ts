@@ -178,6 +178,8 @@ describe('the command line', () => {
       expect(readdirSync(dataDir).filter((name) => name.includes('.tmp'))).toEqual([]);
       const health = await fetch(`${origin}/healthz`);
       expect(health.status).toBe(200);
+      const metrics = await (await fetch(`${origin}/metrics`)).text();
+      expect(metrics).toContain(
         `sandbox_info{version="${ready.version}",engine="sqlite",replica="${ready.replica}"} 1`,
       );
 

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { type ClockState, clockNow } from '../core/clock.js';
+import { NO_METRICS, type WorkMetrics } from '../core/metrics.js';
 import type { Sql } from '../db/sql.js';
 import { AccountBackoff } from './account-backoff.js';
 import { AccountLocks } from './account-locks.js';
@@ -43,6 +44,7 @@ export class Scheduler {
     private readonly clockOf: ClockOf,
     logger: Logger,
     private readonly realNow: () => number = Date.now,
+    private readonly metrics: WorkMetrics = NO_METRICS,
   ) {
     this.store = new JobStore();
     this.jobs = new JobQueue({
@@ -266,6 +268,7 @@ export class Scheduler {
       if (!clock) continue;
       const now = clockNow(clock, realNow);
       if (dueAt <= now) {
+        this.metrics.schedulerLag(clock, now - dueAt);
         runs.push(this.runInBackground(accountId, now));
       } else if (!clock.frozen) {
         sleep = Math.min(sleep, Math.ceil((dueAt - now) / clock.speed));

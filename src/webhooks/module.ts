@@ -33,7 +33,7 @@ export function webhooksModule(settings: {
   return {
     name: 'webhooks',
     migrations: WEBHOOKS_MIGRATIONS,
-    build({ db, scheduler, realNow, logger, ports, provide }) {
+    build({ db, scheduler, realNow, logger, metrics, ports, provide }) {
       const store = new WebhookStore();
       const events = ports.events.store;
       const destinations = new DestinationPolicy({
@@ -60,6 +60,7 @@ export function webhooksModule(settings: {
           }),
         realNow,
         logger,
+        metrics,
       });
       events.subscribe((tx, event) => delivery.fanOut(tx, event));
       provide('webhooks', { service, delivery, store });
