@@ -16,6 +16,7 @@ const ON_POSTGRES = [
   'test/labels-api.test.ts',
   'test/listeners.test.ts',
   'test/methods.test.ts',
+  'test/metrics.test.ts',
   'test/page-cache.test.ts',
   'test/paged-lists.test.ts',
   'test/rate-limits.test.ts',

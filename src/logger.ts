@@ -8,13 +8,20 @@ export type LogFormat = NonNullable<Config['logFormat']>;
 /**
  * The server's log on stdout: at `info`, one line a request, a scheduled step and a webhook delivery
  * attempt. Readable lines on a terminal, JSON lines otherwise (a file, a pipe, a CI log a machine
- * reads); `--log-format` decides when the guess is wrong.
+ * reads); `--log-format` decides when the guess is wrong. Every line names its `replica`
+ * (`--replica-id`), so the lines of several replicas over one database can be told apart once
+ * collected; a terminal's readable lines leave it out, as they leave out the process id.
  */
 export function createLogger(
   level: Config['logLevel'],
   format: LogFormat = process.stdout.isTTY ? 'pretty' : 'json',
+  replica?: Config['replicaId'],
 ): Logger {
-  const options = { level, base: undefined, timestamp: pino.stdTimeFunctions.isoTime };
+  const options = {
+    level,
+    base: replica === undefined ? undefined : { replica },
+    timestamp: pino.stdTimeFunctions.isoTime,
+  };
   if (format === 'json' || level === 'silent') return pino(options);
   // Loaded only for a terminal: a sandbox logging JSON (in CI, in a container) never pays for it.
   const pretty = createRequire(import.meta.url)('pino-pretty') as typeof PinoPretty;
@@ -33,7 +40,7 @@ const PRETTY_OPTIONS: PinoPretty.PrettyOptions = {
 };
 
 type Line = Record<string, unknown>;
-const FIELDS_SHOWN_ELSEWHERE = new Set(['level', 'time', 'pid', 'hostname', 'err']);
+const FIELDS_SHOWN_ELSEWHERE = new Set(['level', 'time', 'pid', 'hostname', 'replica', 'err']);
 
 /** One log line as a person reads it; exported for the tests. */
 export function formatLine(log: Line, messageKey = 'msg'): string {

@@ -66,7 +66,7 @@ async function serve(args: string[]): Promise<void> {
     import('./scenarios/files.js'),
     import('./server.js'),
   ]);
-  const logger = createLogger(config.logLevel, config.logFormat);
+  const logger = createLogger(config.logLevel, config.logFormat, config.replicaId);
 
   let sandbox: RunningSandbox;
   try {
@@ -112,6 +112,7 @@ async function serve(args: string[]): Promise<void> {
     adminToken: config.adminToken !== undefined,
     strictHttps: config.strictHttps,
     version,
+    replica: config.replicaId,
   };
   // A person gets the banner; a script (stdout is a pipe or a file) one JSON line to wait for.
   process.stdout.write(process.stdout.isTTY ? bannerText(info) : readyLine(info));

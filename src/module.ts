@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { WorkMetrics } from './core/metrics.js';
 import type { Migrations } from './db/migrations.js';
 import type { Sql } from './db/sql.js';
 import type { Router } from './http/router.js';
@@ -27,6 +28,8 @@ export interface ModuleContext {
   readonly db: Sql;
   readonly scheduler: Scheduler;
   readonly logger: Logger;
+  /** What background work reports to `/metrics` (src/metrics/). */
+  readonly metrics: WorkMetrics;
   /** The wall clock that account clocks are derived from (tests replace it). */
   readonly realNow: () => number;
   /**

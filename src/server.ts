@@ -75,7 +75,7 @@ export function startServer(
 ): Promise<RunningSandbox>;
 export async function startServer(
   config: Config,
-  logger: Logger = createLogger(config.logLevel),
+  logger: Logger = createLogger(config.logLevel, undefined, config.replicaId),
   options: StartOptions = {},
 ): Promise<RunningServer | RunningSandbox> {
   // One server per data directory, taken before anything in it is read or written (the certificate,

@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { accountsModule } from './accounts/module.js';
 import { clockModule } from './clock/module.js';
 import { type Config, listensOnLoopback, offersDefaultAccount, webhookTargetsOf } from './config/index.js';
+import { SANDBOX_VERSION } from './core/version.js';
 import { dashboardModule } from './dashboard/module.js';
 import { type OwnedTables, SETTINGS } from './db/migrations.js';
 import type { SandboxDatabase } from './db/sql.js';
@@ -25,6 +26,9 @@ import { journalModule } from './journal/module.js';
 import { labelsModule } from './labels/module.js';
 import { listenersModule } from './listeners/module.js';
 import type { ListenerTiming } from './listeners/service.js';
+import { SandboxMetrics } from './metrics/metrics.js';
+import { countRequests } from './metrics/middleware.js';
+import { metricsRoutes } from './metrics/routes.js';
 import type { ModuleContext, ModuleParts, Ports, SandboxModule } from './module.js';
 import { ratesModule } from './rates/module.js';
 import { reportModule } from './report/module.js';
@@ -123,11 +127,17 @@ export async function createSandbox(parts: SandboxParts) {
   await database.migrate(schema);
 
   const ports = {} as Ports;
+  const metrics = new SandboxMetrics({
+    version: SANDBOX_VERSION,
+    engine: database.engine,
+    replica: config.replicaId,
+    connections: () => database.connections(),
+  });
   // Over PostgreSQL other replicas may share the database: this one says it is alive, and holds
   // accounts and sends for as long as it does.
   const presence =
     database.engine === 'postgres'
-      ? new ReplicaPresence(db, replicaIdOf(), config.replicaLeaseMs, logger)
+      ? new ReplicaPresence(db, replicaIdOf(config.replicaId), config.replicaLeaseMs, logger)
       : undefined;
   await presence?.start();
   const scheduler = new Scheduler(
@@ -136,11 +146,13 @@ export async function createSandbox(parts: SandboxParts) {
     logger,
     realNow,
     presence,
+    metrics,
   );
   const context: ModuleContext = {
     db,
     scheduler,
     logger,
+    metrics,
     realNow,
     ports,
     provide: (name, port) => {
@@ -174,6 +186,7 @@ export async function createSandbox(parts: SandboxParts) {
   const app = new OpenAPIHono<AppEnv>();
   app.onError(errorHandler(logger));
   app.notFound(routeNotFound);
+  app.use(countRequests(metrics));
   // Checked once: a middleware that only decides not to log still costs every request a step (the
   // benchmark runs at `warn` for that reason).
   if (logger.isLevelEnabled('info')) app.use(logRequests(logger));
@@ -193,6 +206,7 @@ export async function createSandbox(parts: SandboxParts) {
       ? c.json({ status: 'ok' as const, database: database.engine }, 200)
       : c.json({ status: 'unavailable' as const, database: database.engine }, 503, { 'Retry-After': '5' }),
   );
+  app.route('/', metricsRoutes(metrics, config.adminToken));
 
   const auth = authenticate((key) => accounts.resolveKey(key));
   // Order matters: strict HTTPS first, and only in strict mode (every step is a step of every

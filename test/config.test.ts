@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, helpText, parseCommandLine, SETTINGS, webhookTargetsOf } from '../src/config/index.js';
 
@@ -40,6 +41,8 @@ describe('command line', () => {
       tlsNames: [],
       logFormat: undefined,
       renderThreads: 2,
+      // Unique among replicas on one host and across hosts, without being told.
+      replicaId: `${hostname()}-${process.pid}`,
       logLevel: 'info',
     });
   });
@@ -75,6 +78,7 @@ describe('command line', () => {
       SANDBOX_TLS_NAMES: 'sandbox,Sandbox.CI.internal',
       SANDBOX_LOG_FORMAT: 'json',
       SANDBOX_RENDER_THREADS: '0',
+      SANDBOX_REPLICA_ID: 'sandbox-7d9f-x2k4',
       LOG_LEVEL: 'debug',
     });
     expect(config).toEqual({
@@ -107,6 +111,7 @@ describe('command line', () => {
       tlsNames: ['sandbox', 'sandbox.ci.internal'],
       logFormat: 'json',
       renderThreads: 0,
+      replicaId: 'sandbox-7d9f-x2k4',
       logLevel: 'debug',
     });
   });
@@ -190,6 +195,9 @@ describe('command line', () => {
     [['--render-threads', '1.5'], /--render-threads.*whole number/],
     [['--render-threads=-1'], /--render-threads.*0 or more/],
     [['--render-threads', '17'], /--render-threads.*at most 16/],
+    [['--replica-id', 'web 1'], /'web 1' for --replica-id.*letters, digits/],
+    [['--replica-id', 'web"1'], /--replica-id.*letters, digits/],
+    [['--replica-id', 'r'.repeat(129)], /--replica-id.*at most 128/],
   ])('stops on bad flags with a clear message: %j', (argv, message) => {
     expect(() => parseCommandLine(argv, {})).toThrow(ConfigError);
     expect(() => parseCommandLine(argv, {})).toThrow(message);

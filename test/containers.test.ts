@@ -1,21 +1,30 @@
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { DEFAULT_ACCOUNT } from '../src/accounts/default-account.js';
-import {
-  type Config,
-  parseCommandLine,
-  SETTINGS,
-  testConfig,
-  webhookTargetsOf,
-} from '../src/config/index.js';
+import { type Config, parseCommandLine, testConfig, webhookTargetsOf } from '../src/config/index.js';
 import { type RunningSandbox, startServer } from '../src/server.js';
+import {
+  args,
+  envOf,
+  FLAGS,
+  freePort,
+  IMAGE_NAME,
+  IMAGE_ENV as imageEnv,
+  NODE_MAJOR,
+  onPort,
+  parseDockerfile,
+  ROOT,
+  read,
+  runCheck,
+  type Service,
+  stagesOf,
+  VARIABLES,
+} from './container-files.js';
 
 /**
  * The container files, checked without a Docker engine: the Dockerfile, the Compose file, the GitHub
@@ -23,99 +32,6 @@ import { type RunningSandbox, startServer } from '../src/server.js';
  * check and settings that the sandbox really has. Their health checks run against a real sandbox,
  * and the Compose example's app runs against one set up as its flags say.
  */
-
-const ROOT = fileURLToPath(new URL('..', import.meta.url)).replace(/\/$/, '');
-const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
-const NODE_MAJOR = process.versions.node.split('.')[0];
-/** What `docker build -t shipping-sandbox .` tags, and what every example runs. */
-const IMAGE_NAME = 'shipping-sandbox';
-
-const SETTING_LIST = Object.values(SETTINGS);
-const FLAGS = new Set(SETTING_LIST.map((setting) => `--${setting.flag}`));
-const VARIABLES = new Set(SETTING_LIST.map((setting) => setting.env));
-
-// ---------------------------------------------------------------------------------------------
-// A Dockerfile, as far as these checks need: instructions with their continuations joined.
-
-interface Instruction {
-  keyword: string;
-  args: string;
-}
-
-function parseDockerfile(text: string): Instruction[] {
-  const instructions: Instruction[] = [];
-  let pending = '';
-  for (const raw of text.split(/\r?\n/)) {
-    const line = raw.trim();
-    // Comment lines are dropped, inside a continuation too, as Docker does.
-    if (line.startsWith('#') || (pending === '' && line === '')) continue;
-    if (line.endsWith('\\')) {
-      pending += `${line.slice(0, -1)} `;
-      continue;
-    }
-    const [, keyword = '', args = ''] = /^(\S+)\s*(.*)$/s.exec(`${pending}${line}`.trim()) ?? [];
-    instructions.push({ keyword: keyword.toUpperCase(), args: args.trim() });
-    pending = '';
-  }
-  if (pending.trim() !== '') throw new Error('the Dockerfile ends inside a continuation');
-  return instructions;
-}
-
-/** The stages, each the instructions from its FROM on. */
-function stagesOf(instructions: Instruction[]): Instruction[][] {
-  const stages: Instruction[][] = [];
-  for (const instruction of instructions) {
-    if (instruction.keyword === 'FROM') stages.push([]);
-    stages.at(-1)?.push(instruction);
-  }
-  return stages;
-}
-
-/** `ENV A=1 B=2` (the only form the Dockerfile uses). */
-function envOf(stage: Instruction[]): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const { args } of stage.filter((i) => i.keyword === 'ENV')) {
-    for (const pair of args.split(/\s+/)) {
-      const [name, ...value] = pair.split('=');
-      if (!name || value.length === 0) throw new Error(`ENV ${args}: not NAME=value`);
-      env[name] = value.join('=');
-    }
-  }
-  return env;
-}
-
-const args = (stage: Instruction[], keyword: string) =>
-  stage.filter((i) => i.keyword === keyword).map((i) => i.args);
-
-// ---------------------------------------------------------------------------------------------
-// Running a health check command against a real sandbox
-
-/** Runs a command as Docker runs a health check; resolves to its exit status. */
-function runCheck(command: string[], env: Record<string, string> = {}): Promise<number | null> {
-  const [file = '', ...rest] = command;
-  return new Promise((done, fail) => {
-    const child = spawn(file === 'node' ? process.execPath : file, rest, {
-      env: { ...process.env, ...env },
-      stdio: 'ignore',
-    });
-    child.on('error', fail);
-    child.on('exit', (code) => done(code));
-  });
-}
-
-/** A loopback port with nothing listening on it (just freed). */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening));
-  const address = server.address();
-  await new Promise((closed) => server.close(closed));
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  return address.port;
-}
-
-/** The same check aimed at another port: the examples name 4010, the test sandbox has its own. */
-const onPort = (text: string, from: number, to: number) =>
-  text.replaceAll(`127.0.0.1:${from}/`, `127.0.0.1:${to}/`);
 
 let sandbox: RunningSandbox;
 let sandboxPort: number;
@@ -131,7 +47,6 @@ afterAll(() => sandbox.close());
 const dockerfile = parseDockerfile(read('Dockerfile'));
 const stages = stagesOf(dockerfile);
 const runStage = stages.at(-1) ?? [];
-const imageEnv = envOf(runStage);
 const exposed = args(runStage, 'EXPOSE').flatMap((ports) => ports.split(/\s+/).map(Number));
 const HTTP_PORT = Number(imageEnv.PORT);
 const HTTPS_PORT = Number(imageEnv.HTTPS_PORT);
@@ -264,17 +179,6 @@ describe('the Dockerfile', () => {
 
 // ---------------------------------------------------------------------------------------------
 // The Compose example
-
-type Service = {
-  build?: { context: string };
-  image?: string;
-  command?: string[];
-  ports?: string[];
-  volumes?: string[];
-  environment?: Record<string, string>;
-  healthcheck?: { test: string[] };
-  depends_on?: Record<string, { condition: string }>;
-};
 
 describe('the Compose example over PostgreSQL', () => {
   const dir = join(ROOT, 'examples/compose');

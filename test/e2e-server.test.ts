@@ -1,6 +1,6 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bannerText, readyLine } from '../src/cli/ready.js';
@@ -136,7 +136,7 @@ describe('the command line', () => {
   it('starts on a data directory, prints its ready line and port file, and stops cleanly on SIGTERM', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'sandbox-e2e-'));
     const portFile = join(dataDir, 'ports.json');
-    const flags = ['--port', '0', '--https-port', '0', '--data-dir', dataDir, '--log-level', 'warn'];
+    const flags = ['--port', '0', '--https-port', '0', '--data-dir', dataDir, '--log-level', 'info'];
     const child = run([...flags, '--port-file', portFile]);
     try {
       const { output, exited } = collect(child);
@@ -166,6 +166,8 @@ describe('the command line', () => {
         dashboardUrl: `${origin}/dashboard#key=${DEFAULT_KEY}`,
         docsUrl: `${origin}/docs`,
         pid: child.pid,
+        // No --replica-id: the host and the process, unique among replicas.
+        replica: `${hostname()}-${child.pid}`,
       });
       // Written before the ready line, whole (under a temporary name, then renamed).
       expect(JSON.parse(readFileSync(portFile, 'utf8'))).toEqual({
@@ -176,9 +178,23 @@ describe('the command line', () => {
       expect(readdirSync(dataDir).filter((name) => name.includes('.tmp'))).toEqual([]);
       const health = await fetch(`${origin}/healthz`);
       expect(health.status).toBe(200);
+      const metrics = await (await fetch(`${origin}/metrics`)).text();
+      expect(metrics).toContain(
+        `sandbox_info{version="${ready.version}",engine="sqlite",replica="${ready.replica}"} 1`,
+      );
 
       child.kill('SIGTERM');
       expect(await exited).toBe(0);
+      // Every log line (JSON: stdout is a pipe) names the replica: the certificate made, the requests, the stop.
+      const logLines = output.stdout
+        .split('\n')
+        .filter((text) => text !== '' && text !== line)
+        .map((text) => JSON.parse(text) as { msg: string; replica: string; path?: string });
+      expect(logLines.map((entry) => entry.msg)).toEqual(
+        expect.arrayContaining(['made a new HTTPS certificate', 'request', 'shutting down']),
+      );
+      expect(logLines.find((entry) => entry.msg === 'request')?.path).toBe('/healthz');
+      for (const entry of logLines) expect(entry.replica).toBe(ready.replica);
       // Gone at a clean stop: a script waiting for the next start does not read a dead port.
       expect(existsSync(portFile)).toBe(false);
     } finally {
@@ -208,6 +224,7 @@ describe('the command line', () => {
       adminToken: false,
       strictHttps: false,
       version: '1.2.3',
+      replica: 'web-1',
     };
     const banner = bannerText(info);
     expect(banner).toMatch(/^Shipping Sandbox 1\.2\.3 is ready\.\n/);

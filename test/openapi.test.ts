@@ -112,6 +112,7 @@ describe('/openapi.json', () => {
     expect(open.sort()).toEqual([
       'GET /cdn/labels/{file}',
       'GET /healthz',
+      'GET /metrics',
       'GET /openapi.json',
       'POST /_sandbox/accounts',
     ]);
@@ -338,7 +339,10 @@ describe('/openapi.json', () => {
           key === 'GET /_sandbox/listeners/{id}/stream',
       ]);
       // A key is checked where one is asked for, and where an admin token may be.
-      expect([key, has('401')]).toEqual([key, takesKey || key === 'POST /_sandbox/accounts']);
+      expect([key, has('401')]).toEqual([
+        key,
+        takesKey || key === 'POST /_sandbox/accounts' || key === 'GET /metrics',
+      ]);
       // Any route may be refused for the host it names or for coming from another site's page.
       const forbidden = codesOf(operation.responses['403']);
       expect([key, forbidden.includes('host_not_allowed'), forbidden.includes('cross_site_request')]).toEqual(
@@ -364,7 +368,7 @@ describe('/openapi.json', () => {
         expect(template).not.toMatch(/^\/v1\//);
         if (item.servers) {
           expect(item.servers, template).toEqual([expect.objectContaining({ url: sandbox.origin })]);
-          expect(template).toMatch(/^\/(_sandbox|cdn)\/|^\/(healthz|openapi\.json)$/);
+          expect(template).toMatch(/^\/(_sandbox|cdn)\/|^\/(healthz|metrics|openapi\.json)$/);
         } else expect(template).not.toMatch(/^\/(_sandbox|cdn)\//);
       }
       // The servers are where the routes are.

@@ -12,7 +12,10 @@ export interface Parameter {
 }
 
 export interface DocumentedResponse {
-  /** Media types the document gives for this status (empty: no body). */
+  /**
+   * Media types the document gives for this status (empty: no body), without their parameters, as an
+   * answer's Content-Type is compared: `text/plain; version=0.0.4` (GET /metrics) is `text/plain`.
+   */
   mediaTypes: string[];
   /** The JSON Pointer of the `application/json` schema, when there is one. */
   jsonSchemaPointer?: string;
@@ -150,7 +153,7 @@ export class ApiDocument {
       (operation.responses ?? {}) as Record<string, JsonSchema>,
     )) {
       const content = (response.content ?? {}) as Record<string, JsonSchema>;
-      const mediaTypes = Object.keys(content);
+      const mediaTypes = Object.keys(content).map((type) => type.split(';')[0]?.trim().toLowerCase() ?? '');
       responses.set(status, {
         mediaTypes,
         ...(content['application/json']

@@ -19,6 +19,8 @@ export interface ReadyInfo {
   adminToken: boolean;
   strictHttps: boolean;
   version: string;
+  /** This process's name among replicas over one database (`--replica-id`). */
+  replica: string;
 }
 
 export const dashboardUrl = (origin: string, key: string | undefined) =>
@@ -83,6 +85,7 @@ export function readyLine(info: ReadyInfo): string {
     dashboardUrl: dashboardUrl(info.origin, info.apiKey),
     docsUrl: `${info.origin}/docs`,
     pid: process.pid,
+    replica: info.replica,
   })}\n`;
 }
 

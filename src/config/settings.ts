@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { MAX_RETRIES, RETRY_DELAY_RULE, retryDelayMillis } from '../core/duration.js';
 import { isLoopbackHost } from '../core/hosts.js';
 import { z } from '../core/zod.js';
@@ -354,6 +355,22 @@ export const SETTINGS = {
       .min(0, 'must be 0 or more')
       .max(16, 'must be at most 16')
       .default(2),
+  },
+  replicaId: {
+    flag: 'replica-id',
+    env: 'SANDBOX_REPLICA_ID',
+    kind: 'string',
+    placeholder: 'id',
+    defaultText: '<hostname>-<pid>',
+    description:
+      'the name of this process among replicas over one --database: every log line carries it as "replica", and so does /metrics',
+    schema: z
+      .string()
+      .trim()
+      .max(128, 'must be at most 128 characters')
+      // A log field and a Prometheus label: nothing a reader would have to escape.
+      .regex(/^[\w.:@-]+$/, 'must be letters, digits and . _ : @ - only')
+      .default(() => `${hostname()}-${process.pid}`),
   },
   logLevel: {
     flag: 'log-level',

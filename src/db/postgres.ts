@@ -235,6 +235,7 @@ export function postgresDatabase(
         clearTimeout(timer);
       }
     },
+    connections: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     close: () => pool.end(),
   };
 }

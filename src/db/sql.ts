@@ -50,5 +50,17 @@ export interface SandboxDatabase {
   migrate(owners: readonly OwnedTables[]): Promise<void>;
   /** Whether the database answers now, within `timeoutMs`. */
   ping(timeoutMs: number): Promise<boolean>;
+  /** How its connections are used at this instant (for `/metrics`); reads no database. */
+  connections(): ConnectionUse;
   close(): Promise<void>;
+}
+
+/** A database's connections at one instant. */
+export interface ConnectionUse {
+  /** Connections open: PostgreSQL's pool, or SQLite's one connection. */
+  total: number;
+  /** Of those, the ones no statement or transaction holds. */
+  idle: number;
+  /** Requests and background work waiting for a connection to be free. */
+  waiting: number;
 }

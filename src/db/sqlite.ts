@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { migrateSqlite } from './migrations.js';
-import type { Params, SandboxDatabase, Sql } from './sql.js';
+import type { ConnectionUse, Params, SandboxDatabase, Sql } from './sql.js';
 
 type Statement = Database.Statement<unknown[], unknown>;
 
@@ -113,6 +113,11 @@ export class SqliteSql implements Sql {
       stuck.unref();
       this.waiting.push(turn);
     });
+  }
+
+  /** The connection's use now: held by a transaction or not, and how many wait for their turn. */
+  connections(): ConnectionUse {
+    return { total: 1, idle: this.held ? 0 : 1, waiting: this.waiting.length };
   }
 
   private release(): void {
@@ -248,6 +253,7 @@ export function sqliteDatabase(connection: Database.Database, location: string):
     },
     // In the process itself: SQLite is always there.
     ping: async () => true,
+    connections: () => sql.connections(),
     async close() {
       connection.close();
     },

@@ -61,10 +61,14 @@ export const requireFullKey: MiddlewareHandler<AppEnv> = async (c, next) => {
 };
 
 /**
- * With `--admin-token`, creating accounts needs `Authorization: Bearer <token>`, so a shared
- * deployment's accounts are handed out by whoever holds it. Without one, creation is open.
+ * With `--admin-token`, creating accounts (and reading `/metrics`) needs `Authorization: Bearer
+ * <token>`, so a shared deployment's accounts are handed out by whoever holds it. Without one, both
+ * are open. `what` is what the token is needed for, for the message.
  */
-export function requireAdminToken(token: string | undefined): MiddlewareHandler<AppEnv> {
+export function requireAdminToken(
+  token: string | undefined,
+  what = 'Creating accounts',
+): MiddlewareHandler<AppEnv> {
   if (token === undefined) return (_c, next) => next();
   const isToken = tokenCheck(token);
   return async (c, next) => {
@@ -73,7 +77,7 @@ export function requireAdminToken(token: string | undefined): MiddlewareHandler<
       throw new ApiError(
         401,
         'missing_api_key',
-        'Creating accounts on this sandbox needs its admin token as a Bearer token.',
+        `${what} on this sandbox needs its admin token as a Bearer token.`,
       );
     }
     if (!isToken(match[1] as string))

@@ -18,7 +18,8 @@ export interface DocumentOptions {
   webhooks: readonly RouteConfig[];
 }
 
-const SERVICE_TAG = 'Service';
+/** The tag of the routes about the sandbox itself: its health, its metrics, this document. */
+export const SERVICE_TAG = 'Service';
 
 const RETRY_AFTER = {
   'Retry-After': {
@@ -107,7 +108,7 @@ export function serveOpenApiDocument(app: Router, options: DocumentOptions): voi
           info: options.info,
           tags: [
             ...options.tags,
-            { name: SERVICE_TAG, description: "The sandbox's health and this document" },
+            { name: SERVICE_TAG, description: "The sandbox's health, its metrics and this document" },
           ],
         }),
         options.apiPrefix,

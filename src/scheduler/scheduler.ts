@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { type ClockState, clockNow } from '../core/clock.js';
+import { NO_METRICS, type WorkMetrics } from '../core/metrics.js';
 import type { Sql } from '../db/sql.js';
 import { AccountBackoff } from './account-backoff.js';
 import { AccountLocks } from './account-locks.js';
@@ -58,6 +59,7 @@ export class Scheduler {
     logger: Logger,
     private readonly realNow: () => number = Date.now,
     presence?: ReplicaPresence,
+    private readonly metrics: WorkMetrics = NO_METRICS,
   ) {
     this.replica = presence ?? SOLE_PROCESS;
     this.presence = presence;
@@ -332,7 +334,7 @@ export class Scheduler {
       if (!clock) continue;
       const now = clockNow(clock, realNow);
       if (dueAt <= now) {
-        runs.push(this.runInBackground(accountId, now));
+        runs.push(this.runInBackground(accountId, now, () => this.metrics.schedulerLag(clock, now - dueAt)));
       } else if (!clock.frozen) {
         sleep = Math.min(sleep, Math.ceil((dueAt - now) / clock.speed));
       }
@@ -344,10 +346,15 @@ export class Scheduler {
     return { sleep, again: succeeded.includes(true) };
   }
 
-  /** One account's due work from the timer; a failure backs the account off. True when it succeeded. */
-  private async runInBackground(accountId: string, now: number): Promise<boolean> {
+  /**
+   * One account's due work from the timer; a failure backs the account off. True when it succeeded;
+   * `ran` is told when this replica ran it (not when another holds the account).
+   */
+  private async runInBackground(accountId: string, now: number, ran: () => void): Promise<boolean> {
     try {
-      return (await this.runIfFree(accountId, now)) !== ELSEWHERE;
+      if ((await this.runIfFree(accountId, now)) === ELSEWHERE) return false;
+      ran();
+      return true;
     } catch (error) {
       this.backoff.failed(accountId, error);
       return false;

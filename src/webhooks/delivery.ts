@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { newId } from '../core/ids.js';
+import type { WorkMetrics } from '../core/metrics.js';
 import { formatTimestamp } from '../core/time.js';
 import type { Sql } from '../db/sql.js';
 import type { EventType } from '../events/schema.js';
@@ -48,6 +49,7 @@ export interface WebhookDeliveryDeps {
   /** The wall clock, for the time each attempt went out (the report shows both clocks). */
   realNow?: () => number;
   logger: Logger;
+  metrics: WorkMetrics;
 }
 
 /**

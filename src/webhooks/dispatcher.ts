@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
+import type { WorkMetrics } from '../core/metrics.js';
 import { isPassingStorageFailure } from '../core/storage-errors.js';
 import type { Sql } from '../db/sql.js';
 import type { Scheduler } from '../scheduler/scheduler.js';
@@ -33,6 +34,8 @@ export interface DeliveryDispatcherDeps {
     manual: boolean,
   ) => Promise<void>;
   logger: Logger;
+  /** Counts each attempt's outcome for `/metrics`. */
+  metrics: WorkMetrics;
 }
 
 /**
@@ -148,6 +151,7 @@ export class DeliveryDispatcher {
     });
     // A send cut off by a stopping sandbox stays `sending`: it goes out again after the next start.
     if (result === undefined || result === CUT_OFF) return;
+    this.deps.metrics.webhookAttempt(result);
     this.deps.logger.info(
       {
         account: attempt.accountId,

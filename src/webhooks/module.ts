@@ -35,7 +35,7 @@ export function webhooksModule(settings: {
   return {
     name: 'webhooks',
     migrations: WEBHOOKS_MIGRATIONS,
-    async build({ db, scheduler, realNow, logger, ports, provide }) {
+    async build({ db, scheduler, realNow, logger, metrics, ports, provide }) {
       const store = new WebhookStore();
       const events = ports.events.store;
       const destinations = new DestinationPolicy({
@@ -64,6 +64,7 @@ export function webhooksModule(settings: {
           }),
         realNow,
         logger,
+        metrics,
       });
       events.subscribe((tx, event) => delivery.fanOut(tx, event));
       provide('webhooks', { service, delivery, store });
