@@ -17,6 +17,7 @@ const ON_POSTGRES = [
   'test/methods.test.ts',
   'test/page-cache.test.ts',
   'test/rate-limits.test.ts',
+  'test/replicas-accounting.test.ts',
   'test/report.test.ts',
   'test/request-stream.test.ts',
   'test/sandbox-clock.test.ts',
