@@ -15,8 +15,8 @@ declare module '../module.js' {
 
 /**
  * Accounts and their keys. A reset keeps both (and the account's settings); it forgets the rate
- * limits' counts of the account and of its keys (in memory on SQLite, rows over PostgreSQL). Keys' last-used times are written in the
- * background while the server runs.
+ * limits' counts of the account and of its keys (in memory on SQLite, rows over PostgreSQL). Keys'
+ * last-used times are written in the background while the server runs.
  */
 export function accountsModule(settings: {
   /** The speed new accounts' clocks start at (`--clock-speed`). */

@@ -16,8 +16,9 @@ const MAX_UNREAD = 1000;
 
 /**
  * `GET /requests/stream`: the account's API requests as the journal records them (every replica's),
- * as server-sent events (`shipping-sandbox logs tail` reads it). A stream under `/_sandbox`, so watching costs the
- * account nothing: no rate limit, no journal entry, nothing in the integration report.
+ * as server-sent events (`shipping-sandbox logs tail` reads it). A stream under `/_sandbox`, so
+ * watching costs the account nothing: no rate limit, no journal entry, nothing in the integration
+ * report.
  *
  * Answers the function that ends every open stream (the sandbox stopping), so that none holds the
  * shutdown up.
