@@ -1,4 +1,3 @@
-import type { Sql } from '../db/sql.js';
 import {
   type Ceiling,
   type CountsTaken,
@@ -6,7 +5,8 @@ import {
   type RateCounts,
   type RateInstant,
   windowEndOf,
-} from '../http/rate-limit.js';
+} from '../core/rate-counts.js';
+import type { Sql } from '../db/sql.js';
 
 /** The rate limits' counts as the accounts module keeps them: taken by the HTTP layer, forgotten on a reset. */
 export interface AccountRateCounts extends RateCounts {
