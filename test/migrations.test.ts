@@ -17,8 +17,11 @@ describe("each module's migrations", () => {
   it('make a new database, record each owner at its last step, and mark it past every legacy number', () => {
     const db = new Database(':memory:');
     migrateSqlite(db, schema);
+    // An owner with no tables on SQLite (the journal and the report keep theirs in memory) has nothing to record.
+    const withSteps = schema.filter((owner) => owner.migrations.sqlite.length > 0);
+    expect(withSteps.map((owner) => owner.name)).toContain('shipments');
     expect(versions(db)).toEqual(
-      Object.fromEntries(schema.map((owner) => [owner.name, owner.migrations.sqlite.length])),
+      Object.fromEntries(withSteps.map((owner) => [owner.name, owner.migrations.sqlite.length])),
     );
     expect(db.pragma('user_version', { simple: true })).toBe(LEGACY_MIGRATIONS.length + 1);
     // A second start finds nothing to do.
