@@ -30,6 +30,7 @@ import { embed } from './embed.js';
 import { labelMemory } from './labels.js';
 import { parseOptions } from './options.js';
 import { postgres } from './postgres.js';
+import { replicas } from './replicas.js';
 import { type FigureRow, figureTable, type LoadRow, loadTable, toJson } from './report.js';
 import { scale } from './scale.js';
 import { throughput } from './throughput.js';
@@ -171,6 +172,12 @@ async function main(): Promise<void> {
   if (options.only.has('postgres'))
     await section('postgres', async () => {
       const result = await postgres(options, log);
+      loadRows.push(...result.rows);
+      figures.push(...result.figures);
+    });
+  if (options.only.has('replicas'))
+    await section('replicas', async () => {
+      const result = await replicas(options, log);
       loadRows.push(...result.rows);
       figures.push(...result.figures);
     });

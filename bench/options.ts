@@ -9,6 +9,7 @@ export const SECTIONS = [
   'clock',
   'webhooks',
   'postgres',
+  'replicas',
 ] as const;
 export type Section = (typeof SECTIONS)[number];
 

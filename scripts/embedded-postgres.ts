@@ -39,10 +39,11 @@ function freePort(): Promise<number> {
 
 /**
  * Starts a server of its own on a free loopback port. With `tls`, it also takes TLS connections, with
- * that certificate and key.
+ * that certificate and key; `settings` are more `-c name=value` for the server (the benchmark's
+ * `shared_preload_libraries=pg_stat_statements`).
  */
 export async function startPostgresServer(
-  options: { tls?: { cert: string; key: string } } = {},
+  options: { tls?: { cert: string; key: string }; settings?: string[] } = {},
 ): Promise<PostgresServer> {
   const port = await freePort();
   const password = randomBytes(12).toString('hex');
@@ -90,6 +91,7 @@ export async function startPostgresServer(
       '-c',
       'synchronous_commit=off',
       ...tlsFlags,
+      ...(options.settings ?? []).flatMap((setting) => ['-c', setting]),
     ],
     onLog: () => {},
     onError: () => {},

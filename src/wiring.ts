@@ -28,6 +28,7 @@ import { ratesModule } from './rates/module.js';
 import { reportModule } from './report/module.js';
 import type { Scenario } from './scenarios/files.js';
 import { scenariosModule } from './scenarios/module.js';
+import { REPLICA_TABLES, ReplicaPresence, replicaIdOf } from './scheduler/replicas.js';
 import { Scheduler } from './scheduler/scheduler.js';
 import { shipmentsModule } from './shipments/module.js';
 import { trackingModule } from './tracking/module.js';
@@ -91,7 +92,11 @@ function sandboxModules({
 
 /** Each owner's tables and their migrations, in the order they are made: the database layer's, then the modules'. */
 function schemaOf(modules: readonly SandboxModule[]): OwnedTables[] {
-  return [SETTINGS, ...modules.flatMap(({ name, migrations }) => (migrations ? [{ name, migrations }] : []))];
+  return [
+    SETTINGS,
+    REPLICA_TABLES,
+    ...modules.flatMap(({ name, migrations }) => (migrations ? [{ name, migrations }] : [])),
+  ];
 }
 
 /** The sandbox's tables, for tools and tests that open its database without serving it. */
@@ -112,11 +117,19 @@ export async function createSandbox(parts: SandboxParts) {
   await database.migrate(schema);
 
   const ports = {} as Ports;
+  // Over PostgreSQL other replicas may share the database: this one says it is alive, and holds
+  // accounts and sends for as long as it does.
+  const presence =
+    database.engine === 'postgres'
+      ? new ReplicaPresence(db, replicaIdOf(), config.replicaLeaseMs, logger)
+      : undefined;
+  await presence?.start();
   const scheduler = new Scheduler(
     db,
     (accountId) => ports.accounts.service.clockOf(accountId),
     logger,
     realNow,
+    presence,
   );
   const context: ModuleContext = {
     db,
@@ -271,6 +284,8 @@ export async function createSandbox(parts: SandboxParts) {
      */
     async stop(deadline = performance.now()): Promise<void> {
       await Promise.all([scheduler.stop(), ...modules.map((module) => module.close?.(deadline))]);
+      // Last: sends cut off above are the other replicas' to take over, at once.
+      await presence?.stop();
     },
   };
 }

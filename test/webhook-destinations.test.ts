@@ -262,7 +262,7 @@ describe('at every attempt, the resolved addresses are checked before connecting
 
     // And a send resumed after a restart (an attempt left `sending` when the process stopped).
     await sandbox.db.run("UPDATE webhook_attempts SET status = 'sending' WHERE id = ?", [again.json.id]);
-    await sandbox.services.delivery.resumeInterrupted();
+    await sandbox.services.delivery.start();
     await sandbox.services.delivery.settled(await defaultAccountId(sandbox));
     const resumed = (await attemptsOf(sandbox, hook.id)).find((a) => a.id === again.json.id);
     expect(resumed).toMatchObject({ status: 'failed', error: 'destination_not_allowed' });

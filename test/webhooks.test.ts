@@ -563,7 +563,7 @@ describe('crash safety', () => {
     target.reply([200]);
     const second = await open(file);
     const resent = target.nextRequest();
-    await second.state.services.delivery.resumeInterrupted();
+    await second.state.services.delivery.start();
     const request = await resent;
     expect(JSON.parse(request.body.toString()).event).toBe('shipment.cancelled');
     await second.state.services.delivery.settled(

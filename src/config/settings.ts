@@ -67,6 +67,19 @@ export const SETTINGS = {
       })
       .optional(),
   },
+  replicaLeaseMs: {
+    flag: 'replica-lease',
+    env: 'SANDBOX_REPLICA_LEASE',
+    kind: 'string',
+    placeholder: 'duration',
+    defaultText: '10s',
+    description:
+      'with --database: how long a replica that stopped answering still holds its accounts and webhook sends ' +
+      'before another replica takes them over (it beats every quarter of this)',
+    schema: durationText
+      .prefault('10s')
+      .refine((ms) => ms >= 200 && ms <= 600_000, 'must be between 200ms and 10m'),
+  },
   memory: {
     flag: 'memory',
     env: 'SANDBOX_MEMORY',

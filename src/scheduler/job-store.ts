@@ -1,4 +1,4 @@
-import type { Sql } from '../db/sql.js';
+import { dialect, type Sql } from '../db/sql.js';
 import type { Job } from './queue.js';
 
 export type JobState = 'pending' | 'running' | 'done' | 'failed' | 'cancelled';
@@ -32,6 +32,11 @@ const SQL = {
   reserve: "UPDATE sqlite_sequence SET seq = @last WHERE name = 'jobs' AND seq < @last",
   nextDue: `SELECT ${COLUMNS} FROM jobs
     WHERE state = 'pending' AND account_id = ? AND due_at <= ? ORDER BY due_at, seq LIMIT 1`,
+  // Another replica's transaction that holds the row is running it: skip it rather than wait.
+  claim: {
+    sqlite: "SELECT seq FROM jobs WHERE seq = ? AND state = 'pending'",
+    postgres: "SELECT seq FROM jobs WHERE seq = ? AND state = 'pending' FOR UPDATE SKIP LOCKED",
+  },
   mark: 'UPDATE jobs SET state = @state, finished_at = @finishedAt, error = @error WHERE seq = @seq',
   cancelBySubject:
     "UPDATE jobs SET state = 'cancelled', finished_at = @at WHERE subject = @subject AND state = 'pending' AND kind = @kind",
@@ -82,6 +87,14 @@ export class JobStore {
   async nextDue(q: Sql, accountId: string, until: number): Promise<Job | undefined> {
     const row = await q.get<JobRow>(SQL.nextDue, [accountId, until]);
     return row && toJob(row);
+  }
+
+  /**
+   * Claims a pending job for the transaction `tx` that runs it: false when it is done already, or
+   * another replica's transaction is running it.
+   */
+  async claim(tx: Sql, seq: number): Promise<boolean> {
+    return (await tx.value(dialect(tx, SQL.claim), [seq])) !== undefined;
   }
 
   async mark(

@@ -7,6 +7,8 @@ import type { Sql } from '../db/sql.js';
 import type { JobStore } from './job-store.js';
 import type { DueItem, DueQueue, Job, JobHandler, JobKind, NewJob, RanJob, UpcomingItem } from './queue.js';
 
+const CLAIMED_ELSEWHERE = Symbol('claimed by another replica');
+
 export interface JobQueueDeps {
   db: Sql;
   store: JobStore;
@@ -149,7 +151,7 @@ export class JobQueue implements DueQueue {
    * stays pending, its transaction rolled back, and the error goes to whoever ran it; one whose
    * handler has a bug is marked failed and not run again.
    */
-  private async runOne(job: Job): Promise<RanJob> {
+  private async runOne(job: Job): Promise<RanJob | undefined> {
     const { db, store, logger } = this.deps;
     const handler = this.handlers.get(job.kind);
     const summary: RanJob = {
@@ -165,10 +167,12 @@ export class JobQueue implements DueQueue {
     }
     try {
       const outcome = await db.transaction(async (tx) => {
+        if (!(await store.claim(tx, job.seq))) return CLAIMED_ELSEWHERE;
         const result = await handler(tx, job);
         await store.mark(tx, job.seq, 'done', job.dueAt);
         return result;
       });
+      if (outcome === CLAIMED_ELSEWHERE) return undefined;
       logger.info({ account: job.accountId, ...summary, ...outcome }, 'step');
       return { ...summary, ...outcome };
     } catch (error) {

@@ -66,7 +66,11 @@ export interface RanJob {
 export interface DueItem {
   dueAt: number;
   order: number;
-  run(): Promise<RanJob>;
+  /**
+   * Claims the item and runs it, in one transaction; undefined when another replica claimed it
+   * first (it is that replica's to run).
+   */
+  run(): Promise<RanJob | undefined>;
 }
 
 /** An item of due work that has not run yet, as the clock's controls list it. */

@@ -7,6 +7,7 @@ import { JobStore } from './job-store.js';
 import { JobQueue } from './jobs.js';
 import { purgeEveryAccount, purgeFinished, purgeFinishedIfPossible } from './purge.js';
 import type { DueItem, DueQueue, Job, JobHandler, JobKind, NewJob, RanJob, UpcomingItem } from './queue.js';
+import { AccountLeases, type Replica, type ReplicaPresence, SOLE_PROCESS } from './replicas.js';
 import { BackgroundTimer, type Round } from './timer.js';
 import { UnwrittenWrites } from './unwritten-writes.js';
 
@@ -20,6 +21,11 @@ import { UnwrittenWrites } from './unwritten-writes.js';
  * modules that offer theirs. Runs of one account are serialised (account-locks.ts); accounts do not
  * wait for one another. A background timer (timer.ts) runs what falls due on running clocks.
  *
+ * Several replicas over one PostgreSQL database are one scheduler: an account's run also holds the
+ * account's lease (replicas.ts), so one replica at a time runs it, and each item is claimed in the
+ * transaction that runs it, so none runs twice even while a dead replica's lease changes hands. The
+ * background timer of every replica looks at every account; whoever gets the lease runs it.
+ *
  * Work that fails for a passing reason (the disk is full, the database is busy, an I/O error) is not
  * given up: the item stays due, and the account's background runs back off (account-backoff.ts)
  * until a run succeeds. Finished jobs are deleted a day after (purge.ts).
@@ -27,6 +33,9 @@ import { UnwrittenWrites } from './unwritten-writes.js';
 
 /** Where the scheduler reads each account's clock. */
 export type ClockOf = (accountId: string) => Promise<ClockState | undefined>;
+
+/** A background run that found another replica running the account: it is that replica's to run. */
+const ELSEWHERE = Symbol('run by another replica');
 
 export class Scheduler {
   private readonly store: JobStore;
@@ -37,13 +46,29 @@ export class Scheduler {
   private readonly unwritten: UnwrittenWrites;
   private readonly backoff: AccountBackoff;
   private readonly timer: BackgroundTimer;
+  /** Over PostgreSQL: the replicas' leases on accounts. */
+  private readonly leases: AccountLeases | undefined;
+  /** Who this process is among the replicas (over SQLite, the only one). */
+  readonly replica: Replica;
+  private readonly presence: ReplicaPresence | undefined;
 
   constructor(
     private readonly db: Sql,
     private readonly clockOf: ClockOf,
     logger: Logger,
     private readonly realNow: () => number = Date.now,
+    presence?: ReplicaPresence,
   ) {
+    this.replica = presence ?? SOLE_PROCESS;
+    this.presence = presence;
+    if (presence) {
+      const leases = new AccountLeases(db, presence);
+      this.leases = leases;
+      presence.everyBeat(async () => {
+        for (const accountId of leases.unreturned())
+          await this.locks.run(accountId, () => leases.give(accountId));
+      });
+    }
     this.store = new JobStore();
     this.jobs = new JobQueue({
       db,
@@ -62,6 +87,14 @@ export class Scheduler {
       () => this.timer.running,
       () => this.wake(),
     );
+  }
+
+  /**
+   * Work to do at each heartbeat of this replica (taking over what dead replicas held). Over SQLite,
+   * with no other replica, never.
+   */
+  everyBeat(chore: () => Promise<void>): void {
+    this.presence?.everyBeat(chore);
   }
 
   /** A kind's handler; a `JobKind` also says what its pending jobs stand for. */
@@ -147,41 +180,74 @@ export class Scheduler {
     target: number | (() => Promise<number>),
     options: { settle?: boolean; afterwards?: () => Promise<void> } = {},
   ): Promise<RanJob[]> {
-    return this.withAccountLock(accountId, async () => {
-      // A function is read once the account's turn has come (a clock advance counts from where the
-      // run before it left the clock).
-      const until = typeof target === 'function' ? await target() : target;
-      // An item that fails for a passing reason stays due and ends the run (it would only fail again):
-      // the error goes to the caller, a request answers it, the background timer backs off.
-      await this.unwritten.writeAll(accountId);
-      const ran: RanJob[] = [];
-      for (;;) {
-        for (
-          let item = await this.nextDue(accountId, until);
-          item;
-          item = await this.nextDue(accountId, until)
-        ) {
-          ran.push(await item.run());
-        }
-        if (!options.settle) break;
-        await Promise.all(this.queues.map((queue) => queue.settled?.(accountId)));
-        // Outcomes of those sends that could not be written at once come first.
-        await this.unwritten.writeAll(accountId);
-        if (!(await this.nextDue(accountId, until))) break;
-      }
-      await purgeFinishedIfPossible(this.db, this.store, accountId, until);
-      await options.afterwards?.();
-      this.backoff.recovered(accountId);
-      return ran;
-    });
+    return this.withAccountLock(accountId, () => this.runWithTurn(accountId, target, options));
   }
 
   /**
-   * Serialises work on one account: `task` starts when every earlier task of the account is done.
-   * Advances use it too, so a jump and the background timer never interleave.
+   * Serialises work on one account: `task` starts when every earlier task of the account is done,
+   * here and on every other replica. Advances use it too, so a jump and the background timer never
+   * interleave.
    */
   withAccountLock<T>(accountId: string, task: () => Promise<T>): Promise<T> {
-    return this.locks.run(accountId, task);
+    return this.locks.run(accountId, async () => {
+      await this.leases?.take(accountId);
+      try {
+        return await task();
+      } finally {
+        await this.leases?.give(accountId);
+      }
+    });
+  }
+
+  private async runWithTurn(
+    accountId: string,
+    target: number | (() => Promise<number>),
+    options: { settle?: boolean; afterwards?: () => Promise<void> },
+  ): Promise<RanJob[]> {
+    // A function is read once the account's turn has come (a clock advance counts from where the
+    // run before it left the clock).
+    const until = typeof target === 'function' ? await target() : target;
+    // An item that fails for a passing reason stays due and ends the run (it would only fail again):
+    // the error goes to the caller, a request answers it, the background timer backs off.
+    await this.unwritten.writeAll(accountId);
+    const ran: RanJob[] = [];
+    for (;;) {
+      for (
+        let item = await this.nextDue(accountId, until);
+        item;
+        item = await this.nextDue(accountId, until)
+      ) {
+        const outcome = await item.run();
+        // Claimed by another replica between the look and the claim (a dead one's lease changing
+        // hands): it is that replica's, and the next look finds what comes after it.
+        if (outcome) ran.push(outcome);
+        else await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      if (!options.settle) break;
+      await Promise.all(this.queues.map((queue) => queue.settled?.(accountId)));
+      // Outcomes of those sends that could not be written at once come first.
+      await this.unwritten.writeAll(accountId);
+      if (!(await this.nextDue(accountId, until))) break;
+    }
+    await purgeFinishedIfPossible(this.db, this.store, accountId, until);
+    await options.afterwards?.();
+    this.backoff.recovered(accountId);
+    return ran;
+  }
+
+  /**
+   * The background timer's run of an account: like `runDue` to `now`, but an account whose lease
+   * another replica holds is left to it rather than waited for.
+   */
+  private runIfFree(accountId: string, now: number): Promise<RanJob[] | typeof ELSEWHERE> {
+    return this.locks.run(accountId, async () => {
+      if (this.leases && !(await this.leases.tryTake(accountId))) return ELSEWHERE;
+      try {
+        return await this.runWithTurn(accountId, now, {});
+      } finally {
+        await this.leases?.give(accountId);
+      }
+    });
   }
 
   /** Deletes the account's jobs that finished more than the retention before `now` (its clock). */
@@ -281,8 +347,7 @@ export class Scheduler {
   /** One account's due work from the timer; a failure backs the account off. True when it succeeded. */
   private async runInBackground(accountId: string, now: number): Promise<boolean> {
     try {
-      await this.runDue(accountId, now);
-      return true;
+      return (await this.runIfFree(accountId, now)) !== ELSEWHERE;
     } catch (error) {
       this.backoff.failed(accountId, error);
       return false;

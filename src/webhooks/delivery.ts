@@ -21,6 +21,8 @@ export interface SentRequest {
   body: string;
 }
 
+const CLAIMED_ELSEWHERE = Symbol('claimed by another replica');
+
 /** How an attempt shows in the summary of a clock advance. */
 export const WEBHOOK_ATTEMPT = 'webhook.attempt';
 
@@ -98,12 +100,24 @@ export class WebhookDelivery implements DueQueue {
 
   async nextDue(accountId: string, until: number): Promise<DueItem | undefined> {
     const attempt = await this.deps.store.nextDue(this.deps.db, accountId, until);
-    return attempt && { dueAt: attempt.scheduledAt, order: attempt.seq, run: () => this.start(attempt) };
+    return (
+      attempt && { dueAt: attempt.scheduledAt, order: attempt.seq, run: () => this.startSending(attempt) }
+    );
   }
 
-  /** Resolves once every send of the account that is on the wire now has its outcome written. */
-  settled(accountId: string): Promise<void> {
-    return this.dispatcher.settled(accountId);
+  /**
+   * Resolves once every send of the account that is on the wire now has its outcome written, by
+   * this replica or any other; a send whose replica died is taken over and waited for too.
+   */
+  async settled(accountId: string): Promise<void> {
+    const { db, store } = this.deps;
+    await this.dispatcher.settled(accountId);
+    if (db.engine === 'sqlite') return;
+    for (let pause = 5; (await store.sendingCount(db, accountId)) > 0; pause = Math.min(pause * 2, 100)) {
+      await this.takeOverAbandoned(undefined, accountId);
+      await this.dispatcher.settled(accountId);
+      await new Promise((resolve) => setTimeout(resolve, pause));
+    }
   }
 
   /**
@@ -125,12 +139,26 @@ export class WebhookDelivery implements DueQueue {
   }
 
   /**
-   * At start: attempts that were on the wire when the process stopped are sent again, but a probe's:
-   * whoever asked for it had their answer cut off, so it is not sent to anyone after the fact.
+   * At start: attempts that were on the wire when the process stopped are sent again. With several
+   * replicas, each also takes over, at every heartbeat, those of a replica that died; and a clock
+   * advance takes over the account's at once rather than wait for a heartbeat.
    */
-  async resumeInterrupted(): Promise<void> {
-    const { db, store, logger } = this.deps;
-    for (const attempt of await store.interrupted(db)) {
+  async start(): Promise<void> {
+    const { db, scheduler } = this.deps;
+    // Over SQLite this process is the only sender: whatever is `sending` was left by the one before.
+    await this.takeOverAbandoned(db.engine === 'sqlite' ? 'FALSE' : undefined);
+    scheduler.everyBeat(() => this.takeOverAbandoned());
+  }
+
+  /**
+   * Claims the attempts whose sender is gone and sends them again, but a probe's: whoever asked for it
+   * had their answer cut off, so it is not sent to anyone after the fact.
+   */
+  private async takeOverAbandoned(holderAlive?: string, accountId?: string): Promise<void> {
+    const { db, store, scheduler, logger } = this.deps;
+    const { replica } = scheduler;
+    const alive = holderAlive ?? replica.alive('webhook_attempts.claimed_by');
+    for (const attempt of await store.claimAbandoned(db, replica.id, alive, accountId)) {
       if (attempt.probe !== null) {
         await store.cancelAttempt(db, attempt.id, 'a probe cut off by a restart is not sent again');
         continue;
@@ -141,7 +169,7 @@ export class WebhookDelivery implements DueQueue {
         await store.cancelAttempt(db, attempt.id, 'the webhook is not active');
         continue;
       }
-      logger.info({ attempt: attempt.id }, 'resending a delivery interrupted by a restart');
+      logger.info({ attempt: attempt.id }, 'resending a delivery whose sender stopped');
       const sentAt = attempt.sentAt ?? attempt.scheduledAt;
       void this.dispatcher.dispatch(attempt, webhook, sentAt, { manual: attempt.redelivery });
     }
@@ -166,7 +194,7 @@ export class WebhookDelivery implements DueQueue {
         attempt: (await store.lastAttemptNumber(tx, original.webhookId, original.eventId)) + 1,
         redelivery: true,
         scheduledAt: now,
-        sendingNow: { wallAt: this.realNow() },
+        sendingNow: { wallAt: this.realNow(), by: this.deps.scheduler.replica.id },
       }),
     );
     const attempt = (await store.findAttempt(db, id)) as AttemptRecord;
@@ -181,6 +209,7 @@ export class WebhookDelivery implements DueQueue {
         ...this.deps,
         dispatch: (attempt, to, sentAt) => this.dispatcher.dispatch(attempt, to, sentAt),
         realNow: () => this.realNow(),
+        replicaId: this.deps.scheduler.replica.id,
       },
       webhook,
       now,
@@ -193,7 +222,7 @@ export class WebhookDelivery implements DueQueue {
   }
 
   /** An attempt falls due: it starts its send, stamped with its due time, and returns at once. */
-  private async start(attempt: AttemptRecord): Promise<RanJob> {
+  private async startSending(attempt: AttemptRecord): Promise<RanJob | undefined> {
     const summary = {
       id: attempt.id,
       kind: WEBHOOK_ATTEMPT,
@@ -208,9 +237,16 @@ export class WebhookDelivery implements DueQueue {
         await store.cancelAttempt(tx, attempt.id, 'the webhook is not active');
         return undefined;
       }
-      await store.startSending(tx, attempt.id, attempt.scheduledAt, this.realNow());
-      return found;
+      const claimed = await store.startSending(
+        tx,
+        attempt.id,
+        attempt.scheduledAt,
+        this.realNow(),
+        this.deps.scheduler.replica.id,
+      );
+      return claimed ? found : CLAIMED_ELSEWHERE;
     });
+    if (webhook === CLAIMED_ELSEWHERE) return undefined;
     if (!webhook) return { ...summary, skipped: true };
     void this.dispatcher.dispatch(attempt, webhook, attempt.scheduledAt);
     return { ...summary, webhook_id: webhook.id, event_id: attempt.eventId, attempt: attempt.attempt };

@@ -7,8 +7,11 @@ import type { Scheduler } from '../scheduler/scheduler.js';
 import type { DestinationPolicy } from './destinations.js';
 import { SharedResolver } from './dns.js';
 import { CUT_OFF, type DeliveryResult, type ResolveHost, sendDelivery } from './send.js';
-import { SendLimits } from './send-limits.js';
+import { SendLimits, SharedSendShares } from './send-limits.js';
 import type { AttemptRecord, WebhookRecord } from './store.js';
+
+/** How long past its timeout a send still counts against the shares of sends on the wire. */
+const SLOT_MARGIN_MS = 5_000;
 
 export interface DeliveryDispatcherDeps {
   db: Sql;
@@ -38,7 +41,7 @@ export interface DeliveryDispatcherDeps {
  * advance can wait for them (`settled`) and a stopping sandbox can let them finish (`drain`).
  */
 export class DeliveryDispatcher {
-  private readonly limits = new SendLimits();
+  private readonly limits: SendLimits;
   private readonly resolver: SharedResolver;
   private readonly inFlight = new Map<string, Set<Promise<unknown>>>();
   /** Set when the sandbox stops: sends still waiting for a slot stay `sending` and go out after the next start. */
@@ -48,6 +51,12 @@ export class DeliveryDispatcher {
 
   constructor(private readonly deps: DeliveryDispatcherDeps) {
     this.resolver = new SharedResolver(deps.resolve);
+    // Over SQLite this process is the only sender: its own shares are all there is to count.
+    this.limits = new SendLimits(
+      deps.db.engine === 'postgres'
+        ? new SharedSendShares(deps.db, deps.timeoutMs + SLOT_MARGIN_MS)
+        : undefined,
+    );
     // Every send on the wire listens for the cut-off, up to the server's share of them at once.
     setMaxListeners(0, this.cutOff.signal);
   }

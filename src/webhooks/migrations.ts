@@ -65,6 +65,8 @@ export const WEBHOOKS_MIGRATIONS: Migrations = {
     ) STRICT;
     CREATE INDEX emails_by_account ON emails (account_id, seq);
     `,
+    // Which process is sending an attempt: over PostgreSQL, one of several replicas (scheduler/replicas.ts).
+    'ALTER TABLE webhook_attempts ADD COLUMN claimed_by TEXT',
   ],
   postgres: [
     `
@@ -126,6 +128,13 @@ export const WEBHOOKS_MIGRATIONS: Migrations = {
       created_at BIGINT NOT NULL
     );
     CREATE INDEX emails_by_account ON emails (account_id, seq);
+    `,
+    // Which replica is sending an attempt, and until when its send counts against the webhook's and
+    // the account's shares of sends on the wire (send-shares.ts): the shares hold across replicas.
+    `
+    ALTER TABLE webhook_attempts ADD COLUMN claimed_by TEXT;
+    ALTER TABLE webhook_attempts ADD COLUMN on_wire_until TIMESTAMPTZ;
+    CREATE INDEX webhook_attempts_sending ON webhook_attempts (account_id, webhook_id) WHERE status = 'sending';
     `,
   ],
 };

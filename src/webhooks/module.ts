@@ -68,7 +68,7 @@ export function webhooksModule(settings: {
         controls: webhookControlRoutes(db, service, delivery, store),
         queues: [delivery],
         reset: (tx, accountId) => store.deleteAccount(tx, accountId),
-        start: () => delivery.resumeInterrupted(),
+        start: () => delivery.start(),
         close: (deadline) => delivery.drain(deadline),
       };
     },

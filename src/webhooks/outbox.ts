@@ -56,13 +56,14 @@ export class WebhookOutbox {
     }
     const delay = (await this.deps.retryLadderOf(tx, attempt.accountId))[attempt.attempt];
     const webhook = await store.findById(tx, attempt.webhookId);
-    if (delay !== undefined && webhook?.status === 'active') {
-      const dueAt = sentAt + delay;
-      await store.recordResult(tx, attempt.id, result, dueAt);
+    const retries = delay !== undefined && webhook?.status === 'active';
+    const dueAt = retries ? sentAt + delay : null;
+    // Already written by another replica that took the send over: so were its consequences.
+    if (!(await store.recordResult(tx, attempt.id, result, dueAt))) return;
+    if (dueAt !== null) {
       await this.scheduleAttempt(tx, { ...attempt, attempt: attempt.attempt + 1, dueAt, now: sentAt });
       return;
     }
-    await store.recordResult(tx, attempt.id, result, null);
     if (delay === undefined && webhook?.status === 'active')
       await this.failWebhook(tx, webhook, attempt, result, sentAt);
   }

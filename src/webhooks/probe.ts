@@ -22,6 +22,8 @@ export interface ProbeDeps {
   dispatch: (attempt: AttemptRecord, webhook: WebhookRecord, sentAt: number) => Promise<unknown>;
   /** The wall clock, for the time the attempts went out. */
   realNow: () => number;
+  /** The replica sending them. */
+  replicaId: string;
 }
 
 /**
@@ -57,7 +59,7 @@ export async function probeWebhook(
         redelivery: false,
         probe,
         scheduledAt: now,
-        sendingNow: { wallAt },
+        sendingNow: { wallAt, by: deps.replicaId },
       });
       made.push(id);
     }

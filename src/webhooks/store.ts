@@ -135,13 +135,17 @@ const SQL = {
       ORDER BY w.created_at, w.seq`,
   },
   insertAttempt: `INSERT INTO webhook_attempts (id, account_id, webhook_id, event_id, event_type, attempt, redelivery, probe,
-      status, scheduled_at, sent_at, sent_wall_at)
+      status, scheduled_at, sent_at, sent_wall_at, claimed_by)
     VALUES (@id, @accountId, @webhookId, @eventId, @eventType, @attempt, @redelivery, @probe, @status,
-      @scheduledAt, @sentAt, @sentWallAt)`,
+      @scheduledAt, @sentAt, @sentWallAt, @claimedBy)`,
   selectAttempt: 'SELECT * FROM webhook_attempts WHERE id = ?',
   selectAttempts: 'SELECT * FROM webhook_attempts WHERE webhook_id = ? ORDER BY seq DESC LIMIT ?',
   selectAccountWebhooks: 'SELECT id FROM webhooks WHERE account_id = ?',
-  selectInterrupted: "SELECT * FROM webhook_attempts WHERE status = 'sending' ORDER BY seq",
+  // `@holderAlive` is SQL: whether the replica in `claimed_by` still runs (scheduler/replicas.ts).
+  claimAbandoned: (holderAlive: string, oneAccount: boolean) => `UPDATE webhook_attempts SET claimed_by = @me
+    WHERE status = 'sending' AND (claimed_by IS NULL OR NOT ${holderAlive})${oneAccount ? ' AND account_id = @accountId' : ''}
+    RETURNING *`,
+  countSending: "SELECT count(*) FROM webhook_attempts WHERE account_id = ? AND status = 'sending'",
   // Both read the partial index webhook_attempts_due, which holds the scheduled attempts only.
   selectDue: `SELECT * FROM webhook_attempts WHERE status = 'scheduled' AND account_id = ? AND scheduled_at <= ?
     ORDER BY scheduled_at, seq LIMIT 1`,
@@ -157,12 +161,13 @@ const SQL = {
   deleteAccount: ['webhook_requests', 'webhook_attempts', 'emails', 'webhooks'].map(
     (table) => `DELETE FROM ${table} WHERE account_id = ?`,
   ),
-  markSending:
-    "UPDATE webhook_attempts SET status = 'sending', sent_at = @sentAt, sent_wall_at = @sentWallAt WHERE id = @id",
+  markSending: `UPDATE webhook_attempts SET status = 'sending', sent_at = @sentAt, sent_wall_at = @sentWallAt,
+      claimed_by = @me
+    WHERE id = @id AND status = 'scheduled'`,
   recordResult: `UPDATE webhook_attempts SET status = @status, response_status = @responseStatus,
       response_excerpt = @responseExcerpt, duration_ms = @durationMs, error = @error,
       error_message = @errorMessage, next_attempt_at = @nextAttemptAt
-    WHERE id = @id`,
+    WHERE id = @id AND status = 'sending'`,
   cancelPending: `UPDATE webhook_attempts SET status = 'cancelled', error_message = @reason
     WHERE webhook_id = @webhookId AND status = 'scheduled'`,
   insertEmail: `INSERT INTO emails (id, account_id, recipient, subject, body, created_at)
@@ -230,7 +235,8 @@ export class WebhookStore {
       redelivery: boolean;
       probe?: ProbeSignature;
       scheduledAt: number;
-      sendingNow?: { wallAt: number };
+      /** When it went out by the wall clock, and the replica sending it. */
+      sendingNow?: { wallAt: number; by: string };
     },
   ): Promise<void> {
     const { sendingNow, ...columns } = attempt;
@@ -241,6 +247,7 @@ export class WebhookStore {
       status: sendingNow ? 'sending' : 'scheduled',
       sentAt: sendingNow ? attempt.scheduledAt : null,
       sentWallAt: sendingNow ? sendingNow.wallAt : null,
+      claimedBy: sendingNow ? sendingNow.by : null,
     });
   }
 
@@ -293,13 +300,30 @@ export class WebhookStore {
     return (await q.get<{ n: number | null }>(SQL.lastAttempt, [webhookId, eventId]))?.n ?? -1;
   }
 
-  /** Attempts that were on the wire when the process stopped. */
-  async interrupted(q: Sql): Promise<AttemptRecord[]> {
-    return (await q.all<AttemptRow>(SQL.selectInterrupted)).map(toAttempt);
+  /**
+   * Claims for replica `me` the attempts left `sending` by a sender that is gone: one whose replica
+   * stopped beating (`holderAlive`, SQL over `claimed_by`), or any at all at the start of the one
+   * process over SQLite (`holderAlive` FALSE). Of replicas claiming at once, one gets each attempt.
+   */
+  async claimAbandoned(
+    q: Sql,
+    me: string,
+    holderAlive: string,
+    accountId?: string,
+  ): Promise<AttemptRecord[]> {
+    const sql = SQL.claimAbandoned(holderAlive, accountId !== undefined);
+    const rows = await q.all<AttemptRow>(sql, { me, ...(accountId === undefined ? {} : { accountId }) });
+    return rows.map(toAttempt).sort((a, b) => a.seq - b.seq);
   }
 
-  async startSending(tx: Sql, id: string, sentAt: number, sentWallAt: number): Promise<void> {
-    await tx.run(SQL.markSending, { id, sentAt, sentWallAt });
+  /** How many of the account's attempts are being sent, by any replica. */
+  async sendingCount(q: Sql, accountId: string): Promise<number> {
+    return Number(await q.value(SQL.countSending, [accountId]));
+  }
+
+  /** Claims a scheduled attempt for replica `me` to send: false when another got it first. */
+  async startSending(tx: Sql, id: string, sentAt: number, sentWallAt: number, me: string): Promise<boolean> {
+    return (await tx.run(SQL.markSending, { id, sentAt, sentWallAt, me })) === 1;
   }
 
   async recordResult(
@@ -307,8 +331,8 @@ export class WebhookStore {
     id: string,
     result: DeliveryResult,
     nextAttemptAt: number | null,
-  ): Promise<void> {
-    await tx.run(SQL.recordResult, {
+  ): Promise<boolean> {
+    const written = await tx.run(SQL.recordResult, {
       id,
       status: result.ok ? 'succeeded' : 'failed',
       responseStatus: result.responseStatus,
@@ -318,7 +342,11 @@ export class WebhookStore {
       errorMessage: result.errorMessage,
       nextAttemptAt,
     });
+    // Not `sending` any more: another replica took the attempt over from one it thought dead, and
+    // its outcome stands.
+    if (written === 0) return false;
     if (result.sent) await tx.run(SQL.insertRequest, { attemptId: id, ...result.sent });
+    return true;
   }
 
   /** The URL and signature an attempt was sent with, once it was. */
