@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testConfig } from '../src/config/index.js';
 import { type RunningSandbox, startServer } from '../src/server.js';
 import { callSandbox, newAccountAt, runCli, spawnCli } from './cli-harness.js';
+import { testDatabaseUrl } from './databases.js';
 import { DEFAULT_KEY, shipmentRequest } from './helpers.js';
 import { closedPortUrl } from './receiver.js';
 
@@ -14,7 +15,7 @@ const SPAWNS = 90_000;
 
 let sandbox: RunningSandbox;
 beforeAll(async () => {
-  sandbox = await startServer(testConfig());
+  sandbox = await startServer(testConfig({ database: await testDatabaseUrl() }));
 });
 afterAll(() => sandbox.close());
 
@@ -175,7 +176,8 @@ describe('the command line: logs tail across a restart', () => {
   it(
     'says the sandbox went away, waits for it, and goes on once it is back',
     async () => {
-      const first = await startServer(testConfig());
+      const database = await testDatabaseUrl();
+      const first = await startServer(testConfig({ database }));
       const { port } = new URL(first.origin);
       using logs = tail(first.origin, [], { SHIPPING_SANDBOX_KEY: DEFAULT_KEY });
       let second: RunningSandbox | undefined;
@@ -186,7 +188,7 @@ describe('the command line: logs tail across a restart', () => {
           'stderr',
           /Lost the sandbox at http:\/\/127\.0\.0\.1:\d+; trying again every second\.\n/,
         );
-        second = await startServer(testConfig({ port: Number(port) }));
+        second = await startServer(testConfig({ port: Number(port), database }));
         expect(second.origin).toBe(first.origin);
         await logs.until('stderr', /The sandbox answers again\.\n/);
         await callSandbox(second.origin, 'GET', '/v1/shipments', DEFAULT_KEY);

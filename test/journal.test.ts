@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_ACCOUNT } from '../src/accounts/default-account.js';
-import { RequestJournal } from '../src/journal/journal.js';
+import { MemoryJournal } from '../src/journal/journal.js';
 import { createTestSandbox, expectError } from './helpers.js';
 
 const entry = (n: number) => ({
@@ -23,34 +23,34 @@ const entry = (n: number) => ({
 });
 
 describe('request journal', () => {
-  it('keeps the last 1,000 requests of an account, newest first, once it has wrapped round', () => {
-    const journal = new RequestJournal();
+  it('keeps the last 1,000 requests of an account, newest first, once it has wrapped round', async () => {
+    const journal = new MemoryJournal();
     for (let n = 0; n < 1005; n++) journal.record('acc_a', entry(n));
     journal.record('acc_b', entry(7));
 
-    const all = journal.recent('acc_a', 5000);
+    const all = await journal.recent('acc_a', 5000);
     expect(all).toHaveLength(1000);
     expect(all[0]?.path).toBe('/v1/shipments/1004');
     expect(all[999]?.path).toBe('/v1/shipments/5');
     expect(all[0]?.at).toBe('2026-11-22T08:00:44Z');
-    expect(journal.recent('acc_a', 2).map((e) => e.path)).toEqual([
+    expect((await journal.recent('acc_a', 2)).map((e) => e.path)).toEqual([
       '/v1/shipments/1004',
       '/v1/shipments/1003',
     ]);
-    expect(journal.recent('acc_b', 10).map((e) => e.path)).toEqual(['/v1/shipments/7']);
+    expect((await journal.recent('acc_b', 10)).map((e) => e.path)).toEqual(['/v1/shipments/7']);
   });
 
-  it('answers before it has wrapped, and forgets an account', () => {
-    const journal = new RequestJournal();
+  it('answers before it has wrapped, and forgets an account', async () => {
+    const journal = new MemoryJournal();
     for (let n = 0; n < 3; n++) journal.record('acc_a', entry(n));
-    expect(journal.recent('acc_a', 10).map((e) => e.path)).toEqual([
+    expect((await journal.recent('acc_a', 10)).map((e) => e.path)).toEqual([
       '/v1/shipments/2',
       '/v1/shipments/1',
       '/v1/shipments/0',
     ]);
     journal.forget('acc_a');
-    expect(journal.recent('acc_a', 10)).toEqual([]);
-    expect(journal.recent('acc_unknown', 10)).toEqual([]);
+    expect(await journal.recent('acc_a', 10)).toEqual([]);
+    expect(await journal.recent('acc_unknown', 10)).toEqual([]);
   });
 });
 

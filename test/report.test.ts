@@ -5,7 +5,15 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createListener, TRANSPORT_TIMEOUTS } from '../src/http/listener.js';
 import type { JournaledRequest } from '../src/journal/journal.js';
 import { toJUnit } from '../src/report/junit.js';
-import { ClientObservations, EVIDENCE_KEPT } from '../src/report/observations.js';
+import {
+  AccountObservations,
+  ClientObservations,
+  EVIDENCE_KEPT,
+  noteLabelUrl,
+  noteRequest,
+  observationsFromJson,
+  observationsToJson,
+} from '../src/report/observations.js';
 import { CHECK_IDS, type Report } from '../src/report/schema.js';
 import { signedBy, startAnsweringReceiver } from './answering-receiver.js';
 import { createTestSandbox, expectError, shipmentRequest, type TestSandbox } from './helpers.js';
@@ -420,7 +428,10 @@ describe('what the report keeps of requests', () => {
     expect(statuses(after)).toEqual(Object.fromEntries(CHECK_IDS.map((id) => [id, 'not_observed'])));
   });
 
-  it('keeps the first occurrences as evidence once the journal has moved on', async () => {
+  // 1,200 requests: over PostgreSQL, each a few round trips.
+  it('keeps the first occurrences as evidence once the journal has moved on', {
+    timeout: 40_000,
+  }, async () => {
     const sandbox = await createTestSandbox();
     const account = await sandbox.newAccount('enterprise');
     await sandbox.call('POST', '/_sandbox/account', { key: account, body: { rate_limits: false } });
@@ -428,11 +439,16 @@ describe('what the report keeps of requests', () => {
       key: account,
       body: { method: 'POST', path: '/v1/shipments', status: 500 },
     });
-    // 600 different POSTs, each left uncertain by a 500 and each sent again unchecked.
-    for (let i = 0; i < 600; i++) {
-      const body = shipmentRequest({ reference: `order-${i}` });
-      await sandbox.call('POST', '/v1/shipments', { key: account, body });
-      await sandbox.call('POST', '/v1/shipments', { key: account, body });
+    // 600 different POSTs, each left uncertain by a 500 and each sent again unchecked; ten at a time
+    // (over PostgreSQL a request waits on round trips, which overlap).
+    for (let from = 0; from < 600; from += 10) {
+      await Promise.all(
+        Array.from({ length: 10 }, async (_, n) => {
+          const body = shipmentRequest({ reference: `order-${from + n}` });
+          await sandbox.call('POST', '/v1/shipments', { key: account, body });
+          await sandbox.call('POST', '/v1/shipments', { key: account, body });
+        }),
+      );
     }
     const report = (await sandbox.call('GET', '/_sandbox/report', { key: account })).json as Report;
     const retries = check(report, 'checks_before_retrying');
@@ -448,25 +464,7 @@ describe('what the report keeps of requests', () => {
 
   it('stays bounded per account whatever the client sends', () => {
     const observations = new ClientObservations(() => 0);
-    let n = 0;
-    const request = (overrides: Partial<JournaledRequest>): JournaledRequest => ({
-      id: `req_${n++}`,
-      method: 'GET',
-      path: '/v1/shipments',
-      query: '',
-      status: 200,
-      code: null,
-      field: null,
-      durationMs: 1,
-      at: n,
-      wallAt: n,
-      answeredWallAt: n,
-      keyId: 'key_1',
-      keyRevoked: false,
-      retryAfter: null,
-      bodySha256: null,
-      ...overrides,
-    });
+    const request = journaledRequests();
     for (let i = 0; i < 5000; i++) {
       const note = (overrides: Partial<JournaledRequest>) =>
         observations.noteRequest('acct_1', request(overrides));
@@ -501,6 +499,84 @@ describe('what the report keeps of requests', () => {
       expect(tally.kept).toHaveLength(EVIDENCE_KEPT);
     }
     expect(observations.of('acct_other').requests).toBe(0);
+  });
+});
+
+/** Journaled requests for the observations alone, numbered in order; each field may be overridden. */
+function journaledRequests() {
+  let n = 0;
+  return (overrides: Partial<JournaledRequest>): JournaledRequest => ({
+    id: `req_${n++}`,
+    method: 'GET',
+    path: '/v1/shipments',
+    query: '',
+    status: 200,
+    code: null,
+    field: null,
+    durationMs: 1,
+    at: n,
+    wallAt: n,
+    answeredWallAt: n,
+    keyId: 'key_1',
+    keyRevoked: false,
+    retryAfter: null,
+    bodySha256: null,
+    ...overrides,
+  });
+}
+
+describe("an account's observations as JSON (as replicas over PostgreSQL keep them)", () => {
+  it('judge what follows the same after a round trip through JSON as without one', () => {
+    const request = journaledRequests();
+    const kept = new AccountObservations();
+    let stored = new AccountObservations();
+    for (let i = 0; i < 300; i++) {
+      const wallAt = i * 1000;
+      const notes = [
+        request({
+          keyId: `key_${i % 7}`,
+          status: i % 3 === 0 ? 429 : 200,
+          retryAfter: 2,
+          wallAt,
+          answeredWallAt: wallAt,
+        }),
+        request({ method: 'POST', status: i % 4 === 0 ? 503 : 201, bodySha256: `body-${i % 5}`, wallAt }),
+        request({ method: 'GET', path: '/v1/shipments/shp_1', wallAt }),
+        request({
+          method: 'POST',
+          path: '/v1/webhooks',
+          status: 422,
+          code: 'invalid_field',
+          bodySha256: `${i % 2}`,
+        }),
+        request({ path: '/v1/tracking/9400111000', wallAt: i * 100 }),
+        request({ keyRevoked: i % 50 === 0, status: 401 }),
+      ];
+      for (const note of notes) {
+        noteRequest(kept, note);
+        noteRequest(stored, note);
+      }
+      const label = {
+        accountId: 'acct_1',
+        labelId: `lbl_${i}`,
+        shipmentId: `shp_${i}`,
+        at: i,
+        expiresAt: 150,
+        expired: i >= 150,
+        wallAt,
+      };
+      noteLabelUrl(kept, label);
+      noteLabelUrl(stored, label);
+      // Stored and read back now and then, as a fold does.
+      if (i % 7 === 0) stored = observationsFromJson(JSON.parse(JSON.stringify(observationsToJson(stored))));
+    }
+    expect(kept.pending429s.size + kept.uncertainPosts.size + kept.refusedRoutes.size).toBeGreaterThan(0);
+    expect(kept.earlyAfter429.count).toBeGreaterThan(0);
+    expect(kept.checkedRetries.count + kept.blindRetries.count).toBeGreaterThan(0);
+    expect(kept.burstCount).toBeGreaterThan(0);
+    expect(observationsToJson(stored)).toEqual(observationsToJson(kept));
+    expect(stored.pending429s).toBeInstanceOf(Map);
+    expect(stored).toEqual(kept);
   });
 });
 

@@ -2,7 +2,6 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import { OpenAPIHono } from '@hono/zod-openapi';
-import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { testConfig } from '../src/config/index.js';
 import type { Caller } from '../src/core/actor.js';
@@ -10,83 +9,23 @@ import { SCOPES } from '../src/core/actor.js';
 import type { AppEnv } from '../src/http/context.js';
 import { errorHandler } from '../src/http/errors.js';
 import { createRouter } from '../src/http/router.js';
-import { type JournaledRequest, RequestJournal } from '../src/journal/journal.js';
+import { type JournaledRequest, MemoryJournal } from '../src/journal/journal.js';
 import { addRequestStream } from '../src/journal/stream-routes.js';
 import { type RunningSandbox, startServer } from '../src/server.js';
 import { callSandbox, newAccountAt } from './cli-harness.js';
+import { testDatabaseUrl } from './databases.js';
 import { capturingLogger, shipmentRequest } from './helpers.js';
+import { openStream } from './sse.js';
 
 /**
  * `GET /_sandbox/requests/stream` over a real socket: what it sends, to whom, that watching costs the
  * account nothing, and that a stream leaves nothing behind once its client has gone.
  */
 
-interface OpenStream {
-  status: number;
-  contentType: string | null;
-  /** Resolves with the next event (comments included, as `{event: 'comment'}`) that `test` accepts. */
-  next(test?: (message: EventSourceMessage) => boolean): Promise<EventSourceMessage>;
-  /** Every event so far. */
-  seen: EventSourceMessage[];
-  /** Resolves once the server has ended the stream. */
-  ended: Promise<void>;
-  close(): void;
-}
-
-async function openStream(
-  url: string,
-  key: string,
-  headers: Record<string, string> = {},
-): Promise<OpenStream> {
-  const abort = new AbortController();
-  const response = await fetch(url, {
-    headers: { authorization: `Bearer ${key}`, ...headers },
-    signal: abort.signal,
-  });
-  const seen: EventSourceMessage[] = [];
-  const waiters: { test: (m: EventSourceMessage) => boolean; resolve: (m: EventSourceMessage) => void }[] =
-    [];
-  const hear = (message: EventSourceMessage) => {
-    seen.push(message);
-    for (const waiter of [...waiters])
-      if (waiter.test(message)) {
-        waiters.splice(waiters.indexOf(waiter), 1);
-        waiter.resolve(message);
-      }
-  };
-  const parser = createParser({
-    onEvent: hear,
-    onComment: (comment) => hear({ event: 'comment', data: comment.trim() }),
-  });
-  const ended = (async () => {
-    if (!response.body) return;
-    const decoder = new TextDecoder();
-    try {
-      for await (const chunk of response.body)
-        parser.feed(decoder.decode(chunk as Uint8Array, { stream: true }));
-    } catch {
-      // Aborted by the test.
-    }
-  })();
-  return {
-    status: response.status,
-    contentType: response.headers.get('content-type'),
-    seen,
-    ended,
-    next: (test = () => true) =>
-      new Promise((resolve) => {
-        const found = seen.find(test);
-        if (found) return resolve(found);
-        waiters.push({ test, resolve });
-      }),
-    close: () => abort.abort(),
-  };
-}
-
 describe('GET /_sandbox/requests/stream on a running sandbox', () => {
   let sandbox: RunningSandbox;
   beforeAll(async () => {
-    sandbox = await startServer(testConfig());
+    sandbox = await startServer(testConfig({ database: await testDatabaseUrl() }));
   });
   afterAll(() => sandbox.close());
 
@@ -157,7 +96,7 @@ describe('GET /_sandbox/requests/stream on a running sandbox', () => {
   });
 
   it('ends open streams when the sandbox shuts down, so they do not hold the shutdown up', async () => {
-    const own = await startServer(testConfig());
+    const own = await startServer(testConfig({ database: await testDatabaseUrl() }));
     const key = await newAccountAt(own.origin);
     const stream = await openStream(`${own.origin}/_sandbox/requests/stream`, key);
     const started = performance.now();
@@ -191,7 +130,7 @@ describe('the request stream, alone on a socket', () => {
 
   /** The route mounted alone, the account named by the `x-account` header, over Node's adapter. */
   async function serveStream(heartbeatMs: number) {
-    const journal = new RequestJournal();
+    const journal = new MemoryJournal();
     const router = createRouter();
     const endAll = addRequestStream(router, journal, { heartbeatMs });
     const app = new OpenAPIHono<AppEnv>();

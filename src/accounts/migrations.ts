@@ -4,7 +4,8 @@ import type { Migrations } from '../db/migrations.js';
  * The accounts module's tables: accounts (each with its clock and settings), their API keys (stored
  * hashed), and each account's small integer key, which the indexes of the tables that grow with an
  * account lead with in place of its 31-character id (see db/account-keys.ts). Times are integer
- * milliseconds on the account's clock.
+ * milliseconds on the account's clock. Over PostgreSQL the rate limits' counts are a table too,
+ * shared by every replica (rate-windows.ts); one SQLite sandbox keeps them in memory.
  */
 export const ACCOUNTS_MIGRATIONS: Migrations = {
   sqlite: [
@@ -90,6 +91,73 @@ export const ACCOUNTS_MIGRATIONS: Migrations = {
     END $$;
     CREATE TRIGGER account_keys_insert AFTER INSERT ON accounts
       FOR EACH ROW EXECUTE FUNCTION account_keys_insert();
+    `,
+    `
+    -- The rate limits' windows, shared by every replica: one row a ceiling key (k:<key id>:m,
+    -- a:<account id>:m, a:<account id>:d) holding its current window, overwritten when the next one
+    -- opens, so ended windows never pile up. Byte order ("C"), so that an account's keys, which share
+    -- a prefix, are one range of the primary key for a reset to delete.
+    CREATE TABLE rate_windows (
+      key TEXT COLLATE "C" PRIMARY KEY,
+      -- on the caller's clock
+      window_end BIGINT NOT NULL,
+      count INTEGER NOT NULL,
+      -- a frozen clock's window also ends at this wall-clock time
+      real_end BIGINT
+    );
+
+    -- Counts one request against its ceilings (see rate-windows.ts): every ceiling is checked and the
+    -- request counted against all of them only if none is full (or p_enforce is false). The ceilings'
+    -- rows are made if missing, then locked, both in key order, so that requests of one account (which
+    -- share its rows) wait for one another rather than deadlock. Answers each ceiling's count before
+    -- the request, and a frozen clock's wall-clock ends, in the order of p_keys.
+    CREATE FUNCTION rate_take(
+      p_keys TEXT[], p_limits INTEGER[], p_window_ends BIGINT[],
+      p_now BIGINT, p_real BIGINT, p_frozen BOOLEAN, p_enforce BOOLEAN,
+      OUT counts INTEGER[], OUT real_ends BIGINT[]
+    ) LANGUAGE plpgsql AS $$
+    DECLARE
+      n INTEGER := cardinality(p_keys);
+      i INTEGER;
+      w RECORD;
+      admitted BOOLEAN := true;
+    BEGIN
+      counts := array_fill(0, ARRAY[n]);
+      real_ends := array_fill(NULL::BIGINT, ARRAY[n]);
+      -- The rows stay locked until the commit: not waiting for its disk flush keeps the wait of the
+      -- account's next request short. A crash of the database may forget the last counts, as a
+      -- restart of a single sandbox forgets them all.
+      PERFORM set_config('synchronous_commit', 'off', true);
+      INSERT INTO rate_windows (key, window_end, count)
+        SELECT k, 0, 0 FROM unnest(p_keys) AS k ORDER BY k COLLATE "C"
+        ON CONFLICT (key) DO NOTHING;
+      FOR w IN
+        SELECT r.key, r.window_end, r.count, r.real_end FROM rate_windows r
+          WHERE r.key = ANY (p_keys) ORDER BY r.key FOR UPDATE
+      LOOP
+        i := array_position(p_keys, w.key);
+        IF w.window_end = p_window_ends[i] AND (w.real_end IS NULL OR p_real < w.real_end) THEN
+          counts[i] := w.count;
+          real_ends[i] := w.real_end;
+        END IF;
+      END LOOP;
+      FOR i IN 1..n LOOP
+        IF counts[i] >= p_limits[i] THEN
+          admitted := false;
+        END IF;
+      END LOOP;
+      IF admitted OR NOT p_enforce THEN
+        FOR i IN 1..n LOOP
+          IF counts[i] > 0 THEN
+            UPDATE rate_windows SET count = count + 1 WHERE key = p_keys[i];
+          ELSE
+            real_ends[i] := CASE WHEN p_frozen THEN p_real + (p_window_ends[i] - p_now) END;
+            UPDATE rate_windows SET window_end = p_window_ends[i], count = 1, real_end = real_ends[i]
+              WHERE key = p_keys[i];
+          END IF;
+        END LOOP;
+      END IF;
+    END $$;
     `,
   ],
 };

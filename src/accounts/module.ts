@@ -2,6 +2,7 @@ import { RateLimiter } from '../http/rate-limit.js';
 import type { SandboxModule } from '../module.js';
 import { ACCOUNTS_MIGRATIONS } from './migrations.js';
 import { accountCountPrefix, keyCountPrefix } from './plans.js';
+import { rateCountsFor } from './rate-windows.js';
 import { accountControlRoutes, accountCreationRoutes } from './sandbox-routes.js';
 import { AccountService } from './service.js';
 import { AccountStore } from './store.js';
@@ -14,8 +15,8 @@ declare module '../module.js' {
 
 /**
  * Accounts and their keys. A reset keeps both (and the account's settings); it forgets the rate
- * limiter's counts of the account and of its keys. Keys' last-used times are written in the
- * background while the server runs.
+ * limits' counts of the account and of its keys (in memory on SQLite, rows over PostgreSQL). Keys'
+ * last-used times are written in the background while the server runs.
  */
 export function accountsModule(settings: {
   /** The speed new accounts' clocks start at (`--clock-speed`). */
@@ -33,7 +34,8 @@ export function accountsModule(settings: {
     migrations: ACCOUNTS_MIGRATIONS,
     build({ db, realNow, logger, ports, provide }) {
       const store = new AccountStore(db.engine === 'sqlite');
-      const rateLimiter = new RateLimiter();
+      const rateCounts = rateCountsFor(db);
+      const rateLimiter = new RateLimiter(rateCounts);
       const service = new AccountService({
         db,
         store,
@@ -55,7 +57,10 @@ export function accountsModule(settings: {
         ),
         async reset(tx, accountId) {
           const keys = await store.keys(tx, accountId);
-          rateLimiter.forget([accountCountPrefix(accountId), ...keys.map((key) => keyCountPrefix(key.id))]);
+          await rateCounts.forget(tx, [
+            accountCountPrefix(accountId),
+            ...keys.map((key) => keyCountPrefix(key.id)),
+          ]);
         },
         start: () => service.start(),
         // The server closes the database after this: the last-used times still in memory are written now.

@@ -1,4 +1,5 @@
 import { formatTimestamp } from '../core/time.js';
+import type { Sql } from '../db/sql.js';
 
 /**
  * One API request as the journal keeps it. Instants stay numbers until someone reads the journal:
@@ -52,12 +53,37 @@ export interface JournalEntry {
 }
 
 /**
- * Hears of every request as it is journaled: the integration report's bounded observations, and each
- * open `GET /_sandbox/requests/stream`.
+ * Hears of every request this process journals, as it does: on one sandbox, the integration report's
+ * bounded observations.
  */
 export type RequestListener = (accountId: string, request: JournaledRequest) => void;
 
-const ENTRIES_PER_ACCOUNT = 1000;
+/**
+ * The request journal, as WireMock keeps one: each account's most recent API requests, so a test can
+ * assert what its client really sent. One sandbox keeps it in memory (MemoryJournal); replicas over
+ * PostgreSQL share it in a table (postgres-journal.ts), so that every replica lists and streams every
+ * replica's requests.
+ */
+export interface RequestJournal {
+  /** Keeps the request (over PostgreSQL, written within a flush interval, in a batch). */
+  record(accountId: string, request: JournaledRequest): void;
+  /** The account's latest requests, newest first: those of this process at once, every replica's. */
+  recent(accountId: string, limit: number): Promise<JournalEntry[]>;
+  /** Tells `listener` of each request this process records, as it does, until the function it answers is called. */
+  observe(listener: RequestListener): () => void;
+  /**
+   * Follows the account's requests, every replica's, from now on (`GET /_sandbox/requests/stream`):
+   * resolves once it does, with the function that stops it.
+   */
+  watch(accountId: string, listener: (request: JournaledRequest) => void): Promise<() => void>;
+  /** Deletes the account's entries (a reset), through the reset's transaction. */
+  deleteAccount(tx: Sql, accountId: string): Promise<void>;
+  /** Writes what is still to be written; the database is closed after this. */
+  close(): Promise<void>;
+}
+
+/** How many of each account's requests the journal keeps. */
+export const ENTRIES_PER_ACCOUNT = 1000;
 
 export function presentRequest(request: JournaledRequest): JournalEntry {
   return {
@@ -79,18 +105,19 @@ export function presentRequest(request: JournaledRequest): JournalEntry {
 }
 
 /**
- * The request journal, as WireMock keeps one: each account's most recent API requests, so a test can
- * assert what its client really sent. In memory, a ring of the last 1,000 per account; it starts
+ * The journal of one sandbox, in memory: a ring of the last 1,000 requests per account; it starts
  * empty after a restart. Listeners hear of each request as it is recorded.
  */
-export class RequestJournal {
+export class MemoryJournal implements RequestJournal {
   private readonly rings = new Map<string, { entries: JournaledRequest[]; next: number }>();
   private readonly listeners = new Set<RequestListener>();
 
   /** Tells `listener` of each request from now on, until the function it answers is called. */
   observe(listener: RequestListener): () => void {
     this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return () => {
+      this.listeners.delete(listener);
+    };
   }
 
   /** How many listeners hear of requests (a stream that ended must not leave its listener behind). */
@@ -110,7 +137,7 @@ export class RequestJournal {
   }
 
   /** Newest first. */
-  recent(accountId: string, limit: number): JournalEntry[] {
+  async recent(accountId: string, limit: number): Promise<JournalEntry[]> {
     const ring = this.rings.get(accountId);
     if (!ring) return [];
     const { entries, next } = ring;
@@ -122,7 +149,19 @@ export class RequestJournal {
     return newestFirst;
   }
 
+  async watch(accountId: string, listener: (request: JournaledRequest) => void): Promise<() => void> {
+    return this.observe((account, request) => {
+      if (account === accountId) listener(request);
+    });
+  }
+
   forget(accountId: string): void {
     this.rings.delete(accountId);
   }
+
+  async deleteAccount(_tx: Sql, accountId: string): Promise<void> {
+    this.forget(accountId);
+  }
+
+  async close(): Promise<void> {}
 }

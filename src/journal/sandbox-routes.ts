@@ -60,9 +60,9 @@ export function journalRoutes(journal: RequestJournal) {
         ...controlErrors(...ErrorCodes.query),
       },
     }),
-    (c) => {
+    async (c) => {
       const limit = parseLimit(c.req.valid('query').limit, LIMIT);
-      return c.json({ data: journal.recent(c.get('caller').accountId, limit) }, 200);
+      return c.json({ data: await journal.recent(c.get('caller').accountId, limit) }, 200);
     },
   );
   return router;

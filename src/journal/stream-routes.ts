@@ -2,7 +2,7 @@ import { createRoute, z } from '@hono/zod-openapi';
 import { type SSEMessage, streamSSE } from 'hono/streaming';
 import { requireScope } from '../http/auth.js';
 import { BEARER_SECURITY, controlErrors, type Router } from '../http/router.js';
-import { presentRequest, type RequestJournal } from './journal.js';
+import { type JournaledRequest, presentRequest, type RequestJournal } from './journal.js';
 
 /** How often an open stream says it is alive when nothing happens: proxies close silent connections. */
 export const HEARTBEAT_MS = 15_000;
@@ -15,9 +15,10 @@ export const HEARTBEAT_MS = 15_000;
 const MAX_UNREAD = 1000;
 
 /**
- * `GET /requests/stream`: the account's API requests as the journal records them, as server-sent
- * events (`shipping-sandbox logs tail` reads it). A stream under `/_sandbox`, so watching costs the
- * account nothing: no rate limit, no journal entry, nothing in the integration report.
+ * `GET /requests/stream`: the account's API requests as the journal records them (every replica's),
+ * as server-sent events (`shipping-sandbox logs tail` reads it). A stream under `/_sandbox`, so
+ * watching costs the account nothing: no rate limit, no journal entry, nothing in the integration
+ * report.
  *
  * Answers the function that ends every open stream (the sandbox stopping), so that none holds the
  * shutdown up.
@@ -53,8 +54,15 @@ export function addRequestStream(
         ...controlErrors(),
       },
     }),
-    (c) => {
+    async (c) => {
       const { accountId } = c.get('caller');
+      // Following starts before the answer does, so that a database out of reach is a 503, not an
+      // empty stream. What comes before the stream is ready waits for it.
+      const early: JournaledRequest[] = [];
+      let hear = (request: JournaledRequest) => {
+        early.push(request);
+      };
+      const stopWatching = await journal.watch(accountId, (request) => hear(request));
       return streamSSE(
         c,
         (stream) =>
@@ -70,8 +78,19 @@ export function addRequestStream(
                 unread -= 1;
               });
             };
-            const stopListening = journal.observe((account, request) => {
-              if (account !== accountId) return;
+            const heartbeat = setInterval(() => send(': heartbeat\n\n'), heartbeatMs);
+            const end = () => {
+              clearInterval(heartbeat);
+              stopWatching();
+              open.delete(end);
+              ended();
+            };
+            open.add(end);
+            // The client went away (Node's adapter cancels the body), or the stream was ended here.
+            stream.onAbort(end);
+            // Sends the head at once: the client knows it is listening before any request comes.
+            send(': listening\n\n');
+            hear = (request) => {
               if (unread >= MAX_UNREAD) {
                 dropped += 1;
                 return;
@@ -81,19 +100,8 @@ export function addRequestStream(
                 dropped = 0;
               }
               send({ event: 'request', id: request.id, data: JSON.stringify(presentRequest(request)) });
-            });
-            const heartbeat = setInterval(() => send(': heartbeat\n\n'), heartbeatMs);
-            const end = () => {
-              clearInterval(heartbeat);
-              stopListening();
-              open.delete(end);
-              ended();
             };
-            open.add(end);
-            // The client went away (Node's adapter cancels the body), or the stream was ended here.
-            stream.onAbort(end);
-            // Sends the head at once: the client knows it is listening before any request comes.
-            send(': listening\n\n');
+            for (const request of early.splice(0)) hear(request);
           }),
       );
     },

@@ -1,4 +1,5 @@
 import { MINUTE } from '../core/time.js';
+import type { Sql } from '../db/sql.js';
 import type { JournaledRequest } from '../journal/journal.js';
 import type { LabelUrlFetch } from '../labels/service.js';
 import { MAGIC_TRACKING_NUMBERS } from '../tracking/magic-numbers.js';
@@ -11,8 +12,9 @@ import { MAGIC_TRACKING_NUMBERS } from '../tracking/magic-numbers.js';
  *
  * Everything here is bounded per account, whatever the client does: each kind of occurrence keeps a
  * count and its first EVIDENCE_KEPT examples; the moments still waiting for what follows them keep
- * at most a few dozen entries each (the limits below), the oldest making way. Like the journal, it
- * lives in memory and starts empty after a restart; a reset of the account forgets it.
+ * at most a few dozen entries each (the limits below), the oldest making way. Like the journal, one
+ * sandbox keeps it in memory (it starts empty after a restart) and replicas over PostgreSQL in the
+ * database; a reset of the account forgets it.
  */
 
 /** Examples kept of each kind of occurrence: the report shows them as evidence. */
@@ -118,8 +120,22 @@ export class AccountObservations {
   readonly freshLabelUrls = new Tally<LabelUrlNote>();
 }
 
-/** Every account's observations, fed by the request journal and the label CDN. */
-export class ClientObservations {
+/**
+ * Every account's observations, wherever they are kept: in this process's memory on one sandbox
+ * (ClientObservations), or in the database over PostgreSQL (postgres-observations.ts), where every
+ * replica's requests and label fetches reach them.
+ */
+export interface Observations {
+  /** What has been observed of the account so far (nothing yet is an empty record). */
+  of(accountId: string): AccountObservations | Promise<AccountObservations>;
+  /** Notes a fetch of a label's pre-signed URL (requests come from the journal). */
+  noteLabelUrl(fetch: LabelUrlFetch): void;
+  /** Forgets the account's observations (a reset), through the reset's transaction. */
+  deleteAccount(tx: Sql, accountId: string): void | Promise<void>;
+}
+
+/** Every account's observations in memory, fed by the request journal and the label CDN. */
+export class ClientObservations implements Observations {
   private readonly accounts = new Map<string, AccountObservations>();
 
   constructor(private readonly realNow: () => number) {}
@@ -133,23 +149,16 @@ export class ClientObservations {
     this.accounts.delete(accountId);
   }
 
+  deleteAccount(_tx: Sql, accountId: string): void {
+    this.forget(accountId);
+  }
+
   noteRequest(accountId: string, request: JournaledRequest): void {
-    const account = this.kept(accountId);
-    if (request.keyRevoked) {
-      account.revokedKeyUses.add(request);
-      return;
-    }
-    account.requests += 1;
-    noteRetryAfter(account, request);
-    noteRetryOfUncertainPost(account, request);
-    noteRepeatOfRefusal(account, request);
-    notePolling(account, request);
+    noteRequest(this.kept(accountId), request);
   }
 
   noteLabelUrl(fetch: LabelUrlFetch): void {
-    const account = this.kept(fetch.accountId);
-    const note = { ...fetch, wallAt: this.realNow() };
-    (fetch.expired ? account.expiredLabelUrls : account.freshLabelUrls).add(note);
+    noteLabelUrl(this.kept(fetch.accountId), { ...fetch, wallAt: this.realNow() });
   }
 
   private kept(accountId: string): AccountObservations {
@@ -160,6 +169,51 @@ export class ClientObservations {
     }
     return account;
   }
+}
+
+/** Takes a request in: the journal's requests of an account are fed to this in the order they were answered. */
+export function noteRequest(account: AccountObservations, request: JournaledRequest): void {
+  if (request.keyRevoked) {
+    account.revokedKeyUses.add(request);
+    return;
+  }
+  account.requests += 1;
+  noteRetryAfter(account, request);
+  noteRetryOfUncertainPost(account, request);
+  noteRepeatOfRefusal(account, request);
+  notePolling(account, request);
+}
+
+export function noteLabelUrl(account: AccountObservations, note: LabelUrlNote): void {
+  (note.expired ? account.expiredLabelUrls : account.freshLabelUrls).add(note);
+}
+
+/**
+ * An account's observations as JSON: maps as their entries, the rest as it is. What a field holds
+ * is read back by the kind of field a new record has (observationsFromJson), so that a field added
+ * later starts empty in a record written before it.
+ */
+export function observationsToJson(account: AccountObservations): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(account).map(([name, value]) => [name, value instanceof Map ? [...value] : value]),
+  );
+}
+
+export function observationsFromJson(json: Readonly<Record<string, unknown>>): AccountObservations {
+  const account = new AccountObservations();
+  const fields = account as unknown as Record<string, unknown>;
+  for (const [name, blank] of Object.entries(account)) {
+    const value = json[name];
+    if (value === undefined) continue;
+    if (blank instanceof Map) for (const [key, entry] of value as [unknown, unknown][]) blank.set(key, entry);
+    else if (blank instanceof Tally) {
+      const tally = value as { count: number; kept: unknown[] };
+      blank.count = tally.count;
+      blank.kept.push(...tally.kept);
+    } else if (Array.isArray(blank)) blank.push(...(value as unknown[]));
+    else fields[name] = value;
+  }
+  return account;
 }
 
 /** Sets `key` in a map kept to `limit` entries: the oldest makes way. */

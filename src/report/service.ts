@@ -2,7 +2,7 @@ import type { Actor } from '../core/actor.js';
 import { formatTimestamp } from '../core/time.js';
 import type { AttemptRecord } from '../webhooks/store.js';
 import { CHECKS, overallStatus } from './checks.js';
-import type { ClientObservations } from './observations.js';
+import type { Observations } from './observations.js';
 import type { Report } from './schema.js';
 
 /**
@@ -12,7 +12,7 @@ import type { Report } from './schema.js';
 export const ATTEMPTS_JUDGED = 10_000;
 
 export interface ReportDeps {
-  observations: ClientObservations;
+  observations: Observations;
   /** The account's most recent delivery attempts, newest first (the webhooks module). */
   recentAttempts: (accountId: string, limit: number) => Promise<readonly AttemptRecord[]>;
   webhookTimeoutMs: number;
@@ -28,7 +28,7 @@ export class ReportService {
 
   async report(actor: Actor): Promise<Report> {
     const facts = {
-      observations: this.deps.observations.of(actor.accountId),
+      observations: await this.deps.observations.of(actor.accountId),
       attempts: await this.deps.recentAttempts(actor.accountId, ATTEMPTS_JUDGED),
       webhookTimeoutMs: this.deps.webhookTimeoutMs,
     };

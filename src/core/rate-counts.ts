@@ -1,0 +1,97 @@
+/**
+ * The rate limits' counting, whichever engine keeps the counts: the ceilings a request counts
+ * against, and the counts in memory of a single sandbox (accounts/rate-windows.ts keeps them in the
+ * database for replicas). The HTTP layer decides and answers from what is counted (http/rate-limit.ts).
+ */
+
+/** One ceiling a request counts against: a fixed window, aligned to multiples of `windowMs` (minutes, UTC days). */
+export interface Ceiling {
+  /** Where its count is kept; ceilings of one account share a prefix, so a reset can find them. */
+  key: string;
+  limit: number;
+  windowMs: number;
+  /** How the 429's message names it: "the per-key limit of 120 requests a minute". */
+  name: string;
+}
+
+/** When a request is counted: on the caller's clock, and on the wall clock. */
+export interface RateInstant {
+  now: number;
+  real: number;
+  frozen: boolean;
+}
+
+/** What counting a request found, ceiling by ceiling (in the order given). */
+export interface CountsTaken {
+  /** Requests already in each ceiling's current window, before this one. */
+  counts: readonly number[];
+  /** Each window's end on the wall clock, when its clock is frozen (after this request was counted). */
+  realEnds: readonly (number | undefined)[];
+}
+
+/**
+ * Where the counts live: this process's memory (one sandbox) or the database (replicas). `take` checks
+ * every ceiling and counts the request against all of them only if none is full (when enforced, see
+ * `admits`), as one step that no other request can interleave with.
+ */
+export interface RateCounts {
+  take(ceilings: readonly Ceiling[], at: RateInstant, enforce: boolean): CountsTaken | Promise<CountsTaken>;
+}
+
+export const windowEndOf = (ceiling: Ceiling, now: number) =>
+  (Math.floor(now / ceiling.windowMs) + 1) * ceiling.windowMs;
+
+/** Whether a request is counted: limits off, or no ceiling full. Every `RateCounts` decides by this. */
+export const admits = (ceilings: readonly Ceiling[], counts: readonly number[], enforce: boolean) =>
+  !enforce || ceilings.every((ceiling, i) => (counts[i] ?? 0) < ceiling.limit);
+
+/**
+ * Fixed-window counters on the caller's clock, kept in memory: a request costs a few map lookups,
+ * and Node runs one request's check-and-count without interleaving, so concurrent requests never
+ * overshoot. Counts start again at zero after a restart. Windows are whole minutes and UTC days of
+ * the account's clock, so advancing the clock a minute empties the minute window.
+ */
+export class MemoryRateCounts implements RateCounts {
+  /** Per ceiling key: its window (end on the caller's clock), its count, and (frozen) its real end. */
+  private readonly windows = new Map<string, { window: number; count: number; realEnd?: number }>();
+  private sweepAt = 0;
+
+  take(ceilings: readonly Ceiling[], at: RateInstant, enforce: boolean): CountsTaken {
+    const counts = ceilings.map((ceiling) => this.count(ceiling.key, windowEndOf(ceiling, at.now), at.real));
+    if (admits(ceilings, counts, enforce)) {
+      for (const ceiling of ceilings) this.increment(ceiling.key, windowEndOf(ceiling, at.now), at);
+    }
+    const realEnds = ceilings.map((ceiling) => this.windows.get(ceiling.key)?.realEnd);
+    this.sweep(at.now);
+    return { counts, realEnds };
+  }
+
+  /** Forgets the counts whose keys start with one of `prefixes` (an account's reset). */
+  forget(prefixes: readonly string[]): void {
+    for (const key of this.windows.keys()) {
+      if (prefixes.some((prefix) => key.startsWith(prefix))) this.windows.delete(key);
+    }
+  }
+
+  private count(key: string, windowEnd: number, real: number): number {
+    const entry = this.windows.get(key);
+    if (!entry || entry.window !== windowEnd) return 0;
+    return entry.realEnd !== undefined && real >= entry.realEnd ? 0 : entry.count;
+  }
+
+  private increment(key: string, windowEnd: number, at: RateInstant): void {
+    const entry = this.windows.get(key);
+    if (entry && this.count(key, windowEnd, at.real) > 0) entry.count += 1;
+    else {
+      const realEnd = at.frozen ? at.real + (windowEnd - at.now) : undefined;
+      this.windows.set(key, { window: windowEnd, count: 1, ...(realEnd === undefined ? {} : { realEnd }) });
+    }
+  }
+
+  /** Drops windows that have ended, now and then, so idle keys do not pile up. */
+  private sweep(now: number): void {
+    if (this.windows.size < 10_000 || now < this.sweepAt) return;
+    this.sweepAt = now + 60_000;
+    for (const [key, entry] of this.windows) if (entry.window <= now) this.windows.delete(key);
+  }
+}

@@ -1,0 +1,46 @@
+import type { Migrations } from '../db/migrations.js';
+
+/**
+ * One sandbox over SQLite keeps its journal in memory: no tables. Replicas over PostgreSQL share it
+ * in `request_journal` (postgres-journal.ts): each request a row, its entry as JSON (sent as stored,
+ * never queried inside), and whether the integration report has taken it in (`folded`), so that the
+ * journal's rows are also the report's notes of requests and no request is written twice.
+ */
+export const JOURNAL_MIGRATIONS: Migrations = {
+  sqlite: [],
+  postgres: [
+    `
+    CREATE TABLE request_journal (
+      -- the order the rows were written in, which is the order they were committed in (see below)
+      seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+      account_key BIGINT NOT NULL REFERENCES account_keys(key) ON DELETE CASCADE,
+      -- when the request was answered, by the wall clock of the replica that answered it
+      answered_wall_at BIGINT NOT NULL,
+      request TEXT NOT NULL,
+      folded BOOLEAN NOT NULL DEFAULT false
+    );
+    -- An account's entries in the order they were answered, as one sandbox lists them (the replicas'
+    -- wall clocks are taken to agree); seq, the order they were written, breaks ties. A stream
+    -- follows new rows by seq alone, a short range of the primary key.
+    CREATE INDEX request_journal_by_account ON request_journal (account_key, answered_wall_at, seq);
+    CREATE INDEX request_journal_unfolded ON request_journal (account_key, answered_wall_at, seq)
+      WHERE NOT folded;
+
+    -- Appends a replica's batch of requests (accounts by id, in the order they were recorded). One
+    -- batch at a time, across replicas: the transaction-scoped lock makes the rows' seq order their
+    -- commit order, so that a reader following new rows by seq never passes one still uncommitted.
+    -- A journal row is not worth a disk flush: a crash of the database may lose the last ones.
+    CREATE FUNCTION request_journal_append(p_accounts TEXT[], p_answered BIGINT[], p_requests TEXT[])
+    RETURNS void LANGUAGE plpgsql AS $$
+    BEGIN
+      PERFORM set_config('synchronous_commit', 'off', true);
+      PERFORM pg_advisory_xact_lock(hashtext('shipping-sandbox request_journal ' || current_schema()));
+      INSERT INTO request_journal (account_key, answered_wall_at, request)
+        SELECT k.key, e.answered, e.request
+          FROM unnest(p_accounts, p_answered, p_requests) WITH ORDINALITY AS e(account_id, answered, request, n)
+          JOIN account_keys k ON k.account_id = e.account_id
+         ORDER BY e.n;
+    END $$;
+    `,
+  ],
+};

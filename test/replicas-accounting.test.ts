@@ -1,0 +1,211 @@
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { testConfig } from '../src/config/index.js';
+import { postgresDatabase } from '../src/db/postgres.js';
+import type { JournaledRequest } from '../src/journal/journal.js';
+import { PostgresJournal } from '../src/journal/postgres-journal.js';
+import { PostgresObservations } from '../src/report/postgres-observations.js';
+import type { Report } from '../src/report/schema.js';
+import { type RunningServer, startServer } from '../src/server.js';
+import { newPostgresSchema, TEST_ENGINE } from './databases.js';
+import { openStream } from './sse.js';
+
+/**
+ * Two replicas over one PostgreSQL schema, as a load balancer without affinity spreads a client over
+ * them, over real HTTP on loopback: the rate limits count both replicas' requests exactly, and the
+ * journal, its stream, the integration report and a reset are the same whichever replica answers.
+ * Another replica's requests show within its flush interval: the tests poll with a deadline.
+ */
+describe.runIf(TEST_ENGINE === 'postgres')('two replicas over one PostgreSQL database', () => {
+  let replicas: [RunningServer, RunningServer];
+  let database: string;
+  beforeAll(async () => {
+    database = await newPostgresSchema();
+    // One after the other: the first makes the tables.
+    const first = await startServer(testConfig({ database }), undefined, { https: false });
+    const second = await startServer(testConfig({ database }), undefined, { https: false });
+    replicas = [first, second];
+  });
+  afterAll(() => Promise.all(replicas.map((replica) => replica.close())));
+
+  /** A call through the `n`th request's replica, round-robin. */
+  async function call(n: number, method: string, path: string, key: string, body?: unknown) {
+    const replica = replicas[n % 2] as RunningServer;
+    const response = await fetch(`${replica.origin}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${key}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const text = await response.text();
+    return { status: response.status, headers: response.headers, json: text ? JSON.parse(text) : undefined };
+  }
+
+  /** A new starter account (60 requests a minute) whose clock is frozen, so its minute cannot end mid-test. */
+  async function starterAccount(): Promise<string> {
+    const made = await fetch(`${replicas[0].origin}/_sandbox/accounts`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ plan: 'starter' }),
+    });
+    expect(made.status).toBe(201);
+    const key = ((await made.json()) as { api_key: string }).api_key;
+    expect((await call(1, 'POST', '/_sandbox/clock', key, { frozen: true })).status).toBe(200);
+    return key;
+  }
+
+  /** Asks `read` again until `done` holds of its answer, for at most five seconds. */
+  async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
+    const deadline = Date.now() + 5000;
+    for (;;) {
+      const value = await read();
+      if (done(value) || Date.now() > deadline) return value;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+
+  const journalOn = async (n: number, key: string) =>
+    (await call(n, 'GET', '/_sandbox/requests?limit=1000', key)).json.data as {
+      path: string;
+      query: string;
+    }[];
+  const reportOn = async (n: number, key: string) =>
+    (await call(n, 'GET', '/_sandbox/report', key)).json as Report;
+  const statusOf = (report: Report, id: string) => report.checks.find((check) => check.id === id)?.status;
+
+  it("counts both replicas' requests against the account's ceiling, exactly, under concurrency", async () => {
+    const key = await starterAccount();
+    const answers = await Promise.all(
+      Array.from({ length: 90 }, (_, n) => call(n, 'GET', '/v1/shipments?limit=1', key)),
+    );
+    const allowed = answers.filter((answer) => answer.status === 200);
+    const refused = answers.filter((answer) => answer.status === 429);
+    expect(allowed).toHaveLength(60);
+    expect(refused).toHaveLength(30);
+    // Each allowed request saw its own count: 59 left down to 0, each once, whichever replica answered.
+    const remaining = allowed.map((answer) => Number(answer.headers.get('x-ratelimit-remaining')));
+    expect(remaining.sort((a, b) => a - b)).toEqual(Array.from({ length: 60 }, (_, n) => n));
+    const resets = new Set(answers.map((answer) => answer.headers.get('x-ratelimit-reset')));
+    expect(resets.size).toBe(1);
+    for (const answer of refused) {
+      expect(answer.json.error.code).toBe('rate_limit_exceeded');
+      expect(answer.headers.get('x-ratelimit-limit')).toBe('60');
+      expect(answer.headers.get('x-ratelimit-remaining')).toBe('0');
+      expect(Number(answer.headers.get('retry-after'))).toBeGreaterThan(0);
+    }
+  });
+
+  it("lists every replica's requests on either, in the order they were answered", async () => {
+    const key = await starterAccount();
+    for (let n = 0; n < 6; n++)
+      expect((await call(n, 'GET', `/v1/shipments?limit=${n + 1}`, key)).status).toBe(200);
+    const queries = Array.from({ length: 6 }, (_, n) => `limit=${6 - n}`);
+    for (const n of [0, 1]) {
+      const listed = await eventually(
+        () => journalOn(n, key),
+        (entries) => entries.length >= 6,
+      );
+      expect(listed.map((entry) => entry.query)).toEqual(queries);
+    }
+  });
+
+  it('streams on one replica the requests made on the other', async () => {
+    const key = await starterAccount();
+    const stream = await openStream(`${replicas[0].origin}/_sandbox/requests/stream`, key);
+    try {
+      expect(stream.status).toBe(200);
+      await stream.next((message) => message.event === 'comment' && message.data === 'listening');
+      expect((await call(1, 'GET', '/v1/shipments?limit=7', key)).status).toBe(200);
+      expect((await call(0, 'GET', '/v1/shipments?limit=8', key)).status).toBe(200);
+      expect((await call(1, 'GET', '/v1/shipments?limit=9', key)).status).toBe(200);
+      await stream.next((message) => message.event === 'request' && message.data.includes('limit=9'));
+      const streamed = stream.seen.filter((message) => message.event === 'request');
+      expect(streamed.map((message) => JSON.parse(message.data).query).sort()).toEqual([
+        'limit=7',
+        'limit=8',
+        'limit=9',
+      ]);
+    } finally {
+      stream.close();
+    }
+  });
+
+  it('judges a 429 taken on one replica and an early retry on the other, and a reset on one clears both', async () => {
+    const key = await starterAccount();
+    let n = 0;
+    while ((await call(0, 'GET', '/v1/shipments?limit=1', key)).status === 200) n += 1;
+    expect(n).toBe(60);
+    // At once, on the other replica: well before Retry-After.
+    expect((await call(1, 'GET', '/v1/shipments?limit=1', key)).status).toBe(429);
+    for (const replica of [1, 0]) {
+      const report = await eventually(
+        () => reportOn(replica, key),
+        (read) => statusOf(read, 'respects_retry_after') === 'fail',
+      );
+      expect(statusOf(report, 'respects_retry_after')).toBe('fail');
+    }
+    expect(await journalOn(0, key)).toHaveLength(62);
+
+    expect((await call(1, 'POST', '/_sandbox/reset', key, {})).status).toBe(200);
+    for (const replica of [0, 1]) {
+      expect(await journalOn(replica, key)).toEqual([]);
+      expect(statusOf(await reportOn(replica, key), 'respects_retry_after')).toBe('not_observed');
+    }
+    // The ceiling's count went too: the next request is the window's first.
+    const next = await call(0, 'GET', '/v1/shipments?limit=1', key);
+    expect(next.status).toBe(200);
+    expect(next.headers.get('x-ratelimit-remaining')).toBe('59');
+    expect(
+      await eventually(
+        () => journalOn(1, key),
+        (entries) => entries.length > 0,
+      ),
+    ).toHaveLength(1);
+  });
+
+  it('takes in a note that another replica committed after a later one was folded, at the next fold', async () => {
+    const key = await starterAccount();
+    const accountId = (await call(0, 'GET', '/_sandbox/account', key)).json.id as string;
+    const db = postgresDatabase(database, { poolSize: 2 });
+    const silent = pino({ level: 'silent' });
+    const [onA, onB] = [new PostgresJournal(db.sql, silent), new PostgresJournal(db.sql, silent)];
+    // Every note below has settled: the wall clock is long past them.
+    const observations = new PostgresObservations(db.sql, onA, silent, () => 1_000_000);
+    const request = (keyId: string, wallAt: number, status = 200): JournaledRequest => ({
+      id: `req_${keyId}_${wallAt}`,
+      method: 'GET',
+      path: '/v1/shipments',
+      query: '',
+      status,
+      code: status === 429 ? 'rate_limit_exceeded' : null,
+      field: null,
+      durationMs: 1,
+      at: wallAt,
+      wallAt,
+      answeredWallAt: wallAt + 1,
+      keyId,
+      keyRevoked: false,
+      retryAfter: status === 429 ? 60 : null,
+      bodySha256: null,
+    });
+    try {
+      // B answers a 429 first, but writes it only after A's later request has been folded.
+      onB.record(accountId, request('key_b', 1000, 429));
+      onA.record(accountId, request('key_a', 5000));
+      expect((await observations.of(accountId)).requests).toBe(1);
+      await onB.flush();
+      onA.record(accountId, request('key_b', 2000));
+      const folded = await observations.of(accountId);
+      expect(folded.requests).toBe(3);
+      expect(folded.earlyAfter429.count).toBe(1);
+      expect(folded.earlyAfter429.kept[0]?.first.id).toBe('req_key_b_1000');
+      // Folded once: a fold of nothing new changes nothing.
+      expect(await observations.of(accountId)).toEqual(folded);
+    } finally {
+      await Promise.all([onA.close(), onB.close(), observations.close()]);
+      await db.close();
+    }
+  });
+});
