@@ -16,20 +16,21 @@ describe("an account's reset", () => {
     const { shipments } = sandbox.services;
     const { faults, journal, report } = sandbox.ports;
     const cached = TEST_ENGINE === 'sqlite';
-    const held = (accountId: string) => ({
+    // Over PostgreSQL the journal and the observations are tables: the reset deletes their rows.
+    const held = async (accountId: string) => ({
       answers: shipments.keeps(accountId),
       faultRules: faults.store.keeps(accountId),
-      journal: journal.journal.recent(accountId, 1000).length > 0,
-      observations: report.observations.of(accountId).requests > 0,
+      journal: (await journal.journal.recent(accountId, 1000)).length > 0,
+      observations: (await report.observations.of(accountId)).requests > 0,
     });
     const inUse = { answers: cached, faultRules: cached, journal: true, observations: true };
-    expect(held(ids.a)).toEqual(inUse);
-    expect(held(ids.b)).toEqual(inUse);
+    expect(await held(ids.a)).toEqual(inUse);
+    expect(await held(ids.b)).toEqual(inUse);
     const limitsOfA = await remaining(sandbox, a);
 
     expect((await sandbox.call('POST', '/_sandbox/reset', { key: a })).status).toBe(200);
-    expect(held(ids.a)).toEqual({ answers: false, faultRules: false, journal: false, observations: false });
-    expect(held(ids.b)).toEqual(inUse);
+    expect(await held(ids.a)).toEqual({ answers: false, faultRules: false, journal: false, observations: false });
+    expect(await held(ids.b)).toEqual(inUse);
     // The rate limiter's counts of the account and its keys start again.
     expect(await remaining(sandbox, a)).toBeGreaterThan(limitsOfA);
   });
