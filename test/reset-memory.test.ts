@@ -29,7 +29,12 @@ describe("an account's reset", () => {
     const limitsOfA = await remaining(sandbox, a);
 
     expect((await sandbox.call('POST', '/_sandbox/reset', { key: a })).status).toBe(200);
-    expect(await held(ids.a)).toEqual({ answers: false, faultRules: false, journal: false, observations: false });
+    expect(await held(ids.a)).toEqual({
+      answers: false,
+      faultRules: false,
+      journal: false,
+      observations: false,
+    });
     expect(await held(ids.b)).toEqual(inUse);
     // The rate limiter's counts of the account and its keys start again.
     expect(await remaining(sandbox, a)).toBeGreaterThan(limitsOfA);
