@@ -338,6 +338,8 @@ void sandboxPackage.startSandbox(options).then(async (sandbox: sandboxPackage.Sa
           types: [],
           strict: true,
           skipLibCheck: false,
+          // TypeScript's own libraries are not the package's: checking them would only cost time.
+          skipDefaultLibCheck: true,
           outDir: 'out',
         },
         files: ['typed.mts', 'required.cts'],
@@ -407,6 +409,7 @@ void main();
           types: [],
           strict: true,
           skipLibCheck: false,
+          skipDefaultLibCheck: true,
           outDir: 'out',
         },
         files: ['index.ts'],
