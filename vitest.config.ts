@@ -41,10 +41,6 @@ export default defineConfig({
     // Vitest leaves a core free by default; these tests wait on sockets and child processes as much as
     // they compute, so every core gets a worker (on CI's two cores, 72 s instead of 120 s).
     maxWorkers: availableParallelism(),
-    // A worker runs file after file and keeps the modules it imported: most files load the whole
-    // server, and loading it again for each of them cost a good part of the run's CPU time. So a file
-    // leaves the process as it found it: mocks restored, real timers, servers and sandboxes closed.
-    isolate: false,
     testTimeout: 15_000,
     projects: [
       { extends: true, test: { name: 'sqlite', include: ['test/**/*.test.ts'] } },
