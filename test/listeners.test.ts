@@ -82,9 +82,9 @@ describe('a listen session', () => {
     expect(session.events).toHaveLength(7);
     expect((await call('GET', '/_sandbox/listeners', key)).body).toEqual({ data: [session] });
     expect((await call('GET', '/v1/webhooks', key)).body.data).toEqual([]);
-    const secret = await call('GET', '/_sandbox/listeners/secret', reader);
+    const secret = await call('GET', '/_sandbox/listen-secret', reader);
     expect(secret.body.secret).toMatch(/^whsec_[\w-]{43}$/);
-    expect((await call('GET', '/_sandbox/listeners/secret', key)).body.secret).toBe(secret.body.secret);
+    expect((await call('GET', '/_sandbox/listen-secret', key)).body.secret).toBe(secret.body.secret);
 
     const rates = await call('POST', '/_sandbox/keys', key, { name: 'rates', scopes: ['rates:read'] });
     const refused = await call('POST', '/_sandbox/listeners', rates.body.value, {});
@@ -134,7 +134,7 @@ describe('a listen session', () => {
         id: session.id,
         forward_to: 'http://localhost:3000/webhooks',
         events: ['shipment.created'],
-        secret: (await call('GET', '/_sandbox/listeners/secret', key)).body.secret,
+        secret: (await call('GET', '/_sandbox/listen-secret', key)).body.secret,
         heartbeat_ms: HEARTBEAT_MS,
         timeout_ms: sandbox.config.webhookTimeoutMs,
       });
@@ -266,7 +266,7 @@ describe('a listen session', () => {
 
   it('is ended by a reset, which the stream says, and the secret changes', async () => {
     const key = await sandbox.newAccount();
-    const before = (await call('GET', '/_sandbox/listeners/secret', key)).body.secret;
+    const before = (await call('GET', '/_sandbox/listen-secret', key)).body.secret;
     const session = await openSession(key);
     const stream = await streamOf(key, session.id);
     await stream.next((m) => m.event === 'ready');
@@ -276,7 +276,7 @@ describe('a listen session', () => {
     });
     await stream.ended;
     expect((await call('GET', '/_sandbox/listeners', key)).body.data).toEqual([]);
-    expect((await call('GET', '/_sandbox/listeners/secret', key)).body.secret).not.toBe(before);
+    expect((await call('GET', '/_sandbox/listen-secret', key)).body.secret).not.toBe(before);
   });
 
   it("counts nowhere: not in the account's rate limits, its journal or its report", async () => {

@@ -335,7 +335,7 @@ describe('/openapi.json', () => {
       expect([key, has('507')]).toEqual([
         key,
         (method !== 'get' && !key.endsWith('/rates')) ||
-          key === 'GET /_sandbox/listeners/secret' ||
+          key === 'GET /_sandbox/listen-secret' ||
           key === 'GET /_sandbox/listeners/{id}/stream',
       ]);
       // A key is checked where one is asked for, and where an admin token may be.

@@ -64,7 +64,7 @@ interface ListenOptions {
 async function listen({ api, out }: Control, { options }: Invocation): Promise<void> {
   const flags = options as unknown as ListenOptions;
   if (flags.printSecret) {
-    const { data } = await api.get<{ secret: string }>('/_sandbox/listeners/secret');
+    const { data } = await api.get<{ secret: string }>('/_sandbox/listen-secret');
     process.stdout.write(`${data.secret}\n`);
     return;
   }

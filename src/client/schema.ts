@@ -840,7 +840,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/_sandbox/listeners/secret": {
+    "/_sandbox/listen-secret": {
         parameters: {
             query?: never;
             header?: never;

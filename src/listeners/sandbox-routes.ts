@@ -84,7 +84,7 @@ export function listenerRoutes(listeners: ListenerService): Router {
   router.openapi(
     createRoute({
       method: 'get',
-      path: '/listeners/secret',
+      path: '/listen-secret',
       operationId: 'getListenerSecret',
       tags,
       summary: "The account's listen signing secret (`shipping-sandbox listen --print-secret`)",
