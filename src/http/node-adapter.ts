@@ -1,3 +1,5 @@
+import type { IncomingMessage } from 'node:http';
+import type { Http2ServerRequest } from 'node:http2';
 import { TLSSocket } from 'node:tls';
 import type { Context } from 'hono';
 import { ApiError } from '../core/errors.js';
@@ -14,8 +16,14 @@ type NodeContext = Context<AppEnv>;
 /**
  * The request body as text, at most `max` bytes (`undefined` when larger), refused as it streams in.
  * A client that goes away before its body is in gets `clientClosedRequest`.
+ *
+ * From Node's request itself when there is one: the web stream Hono's adapter would wrap around it
+ * (a `ReadableStream` and a `Request` for each body) was the largest cost a creation paid for going
+ * through Hono (docs/benchmark.md). In-process calls read Hono's request.
  */
 export async function readBodyText(c: NodeContext, max: number): Promise<string | undefined> {
+  const incoming = c.env?.incoming;
+  if (incoming) return readNodeBody(incoming, max);
   const body = c.req.raw.body;
   if (!body) return '';
   const reader = body.getReader();
@@ -27,9 +35,7 @@ export async function readBodyText(c: NodeContext, max: number): Promise<string 
       if (done) break;
       size += value.byteLength;
       if (size > max) {
-        // Drained, not read: the answer can still go out on this connection.
         await reader.cancel().catch(() => undefined);
-        c.env?.incoming?.resume();
         return undefined;
       }
       chunks.push(value);
@@ -38,6 +44,43 @@ export async function readBodyText(c: NodeContext, max: number): Promise<string 
     throw clientClosedRequest();
   }
   return Buffer.concat(chunks).toString('utf8');
+}
+
+function readNodeBody(
+  incoming: IncomingMessage | Http2ServerRequest,
+  max: number,
+): Promise<string | undefined> {
+  if (incoming.readableEnded) return Promise.resolve('');
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const done = () => {
+      incoming.off('data', onData);
+      incoming.off('end', onEnd);
+      incoming.off('close', onClose);
+      incoming.off('error', onClose);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= max) return void chunks.push(chunk);
+      // Drained, not kept: the answer can still go out on this connection.
+      done();
+      incoming.resume();
+      resolve(undefined);
+    };
+    const onEnd = () => {
+      done();
+      resolve(Buffer.concat(chunks).toString('utf8'));
+    };
+    const onClose = () => {
+      done();
+      reject(clientClosedRequest());
+    };
+    incoming.on('data', onData);
+    incoming.once('end', onEnd);
+    incoming.once('close', onClose);
+    incoming.once('error', onClose);
+  });
 }
 
 /**
