@@ -1,5 +1,6 @@
 import type { MiddlewareHandler } from 'hono';
 import { secureHeaders } from 'hono/secure-headers';
+import { LRUCache } from 'lru-cache';
 import { ApiError } from '../core/errors.js';
 import { isLoopbackHost, normaliseHost } from '../core/hosts.js';
 import type { AppEnv } from './context.js';
@@ -40,11 +41,22 @@ export const noSniffing = (): MiddlewareHandler<AppEnv> =>
  */
 export function allowOnlyLocalHosts(allowedHosts: readonly string[]): MiddlewareHandler<AppEnv> {
   const allowed = new Set(allowedHosts.map(normaliseHost));
-  const isAllowed = (host: string) => isLoopbackHost(host) || allowed.has(normaliseHost(host));
+  // Every request names one or two authorities, nearly always the same few: each one's verdict (the
+  // host it names, if that is refused) is parsed once, not on every request.
+  const verdicts = new LRUCache<string, { refused?: string }>({ max: 256 });
+  const verdictOn = (authority: string) => {
+    let verdict = verdicts.get(authority);
+    if (!verdict) {
+      const host = hostOfAuthority(authority);
+      verdict = isLoopbackHost(host) || allowed.has(normaliseHost(host)) ? {} : { refused: host };
+      verdicts.set(authority, verdict);
+    }
+    return verdict.refused;
+  };
   return async (c, next) => {
     const header = c.req.header('host');
-    const named = [new URL(c.req.url).hostname, ...(header === undefined ? [] : [hostOfHeader(header)])];
-    const foreign = named.find((host) => !isAllowed(host));
+    const foreign =
+      verdictOn(authorityOf(c.req.url)) ?? (header === undefined ? undefined : verdictOn(header));
     if (foreign !== undefined) {
       const shown = foreign.slice(0, 100);
       throw new ApiError(
@@ -59,12 +71,15 @@ export function allowOnlyLocalHosts(allowedHosts: readonly string[]): Middleware
   };
 }
 
-/** The host of a `Host` header, without its port; the whole text when it is no host at all. */
-function hostOfHeader(header: string): string {
+/** The authority of an absolute URL (`user@host:port`), as the text between `//` and the path. */
+const authorityOf = (url: string) => /^[a-z][a-z0-9+.-]*:\/\/([^/?#]*)/i.exec(url)?.[1] ?? url;
+
+/** The host of an authority (a `Host` header), without its port; the whole text when it is no host at all. */
+function hostOfAuthority(authority: string): string {
   try {
-    return new URL(`http://${header.trim()}`).hostname;
+    return new URL(`http://${authority.trim()}`).hostname;
   } catch {
-    return header;
+    return authority;
   }
 }
 
