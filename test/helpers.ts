@@ -1,3 +1,4 @@
+import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, expect } from 'vitest';
@@ -6,6 +7,7 @@ import { type Config, testConfig } from '../src/config/index.js';
 import { openDatabase } from '../src/db/database.js';
 import { migrateSqlite } from '../src/db/migrations.js';
 import type { SandboxDatabase } from '../src/db/sql.js';
+import { createListener, TRANSPORT_TIMEOUTS } from '../src/http/listener.js';
 import { loadScenarios, scenarioDirectories } from '../src/scenarios/files.js';
 import { createSandbox, type SandboxParts, sandboxSchema } from '../src/wiring.js';
 import { testDatabase } from './databases.js';
@@ -171,4 +173,21 @@ export function expectError(
   if (field === undefined) expect(response.json.error).not.toHaveProperty('field');
   else expect(response.json.error.field).toBe(field);
   return response.json.error as { code: string; message: string; field?: string };
+}
+
+/** A sandbox's app on a free loopback port, with the listener's own limits as the server sets them. */
+export async function serveSandbox(sandbox: Pick<TestSandbox, 'app'>) {
+  const listener = createListener({
+    fetch: sandbox.app.fetch,
+    hostname: '127.0.0.1',
+    limits: { ...TRANSPORT_TIMEOUTS, maxConnections: 256 },
+    logger: pino({ level: 'silent' }),
+  });
+  await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
+  const origin = `http://127.0.0.1:${(listener.address() as AddressInfo).port}`;
+  const close = async () => {
+    listener.closeAllConnections();
+    await new Promise<void>((resolve) => listener.close(() => resolve()));
+  };
+  return { origin, close };
 }

@@ -1,30 +1,10 @@
 import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
 import { createParser } from 'eventsource-parser';
-import { pino } from 'pino';
-import { createListener, TRANSPORT_TIMEOUTS } from '../src/http/listener.js';
-import type { TestSandbox } from './helpers.js';
 
 /**
- * What the tests of `listen` share: an in-process sandbox served on a real loopback socket, a client
+ * What the tests of `listen` share (with `serveSandbox` of helpers.ts): a client
  * of a stream of server-sent events, and a TCP proxy that a test can cut and restore.
  */
-
-/** The sandbox's app on a free loopback port, with the listener's own limits as the server sets them. */
-export async function serveSandbox(sandbox: Pick<TestSandbox, 'app'>) {
-  const listener = createListener({
-    fetch: sandbox.app.fetch,
-    hostname: '127.0.0.1',
-    limits: { ...TRANSPORT_TIMEOUTS, maxConnections: 256 },
-    logger: pino({ level: 'silent' }),
-  });
-  await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
-  const origin = `http://127.0.0.1:${(listener.address() as AddressInfo).port}`;
-  const close = async () => {
-    listener.closeAllConnections();
-    await new Promise<void>((resolve) => listener.close(() => resolve()));
-  };
-  return { origin, close };
-}
 
 export interface StreamMessage {
   event: string;

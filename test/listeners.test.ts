@@ -2,8 +2,14 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { postgresDatabase } from '../src/db/postgres.js';
 import { callSandbox } from './cli-harness.js';
 import { newPostgresSchema, TEST_ENGINE } from './databases.js';
-import { createTestSandbox, expectError, shipmentRequest, type TestSandbox } from './helpers.js';
-import { type OpenStream, openStream, serveSandbox } from './listen-harness.js';
+import {
+  createTestSandbox,
+  expectError,
+  serveSandbox,
+  shipmentRequest,
+  type TestSandbox,
+} from './helpers.js';
+import { type OpenStream, openStream } from './listen-harness.js';
 
 /**
  * Listen sessions over a real socket: what the stream sends, what the command posts back, the

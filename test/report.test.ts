@@ -1,8 +1,5 @@
 import { writeFileSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
-import { pino } from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createListener, TRANSPORT_TIMEOUTS } from '../src/http/listener.js';
 import type { JournaledRequest } from '../src/journal/journal.js';
 import { toJUnit } from '../src/report/junit.js';
 import {
@@ -16,7 +13,13 @@ import {
 } from '../src/report/observations.js';
 import { CHECK_IDS, type Report } from '../src/report/schema.js';
 import { signedBy, startAnsweringReceiver } from './answering-receiver.js';
-import { createTestSandbox, expectError, shipmentRequest, type TestSandbox } from './helpers.js';
+import {
+  createTestSandbox,
+  expectError,
+  serveSandbox,
+  shipmentRequest,
+  type TestSandbox,
+} from './helpers.js';
 import { elementsNamed, parseXml } from './xml.js';
 
 const SECRET = 'whsec_report-0123456789';
@@ -41,19 +44,7 @@ const carelessReceiver = () =>
 /** The sandbox in-process over `:memory:`, served on a real socket on a free loopback port. */
 async function servedSandbox(overrides = {}) {
   const sandbox = await createTestSandbox({ webhookTimeoutMs: WEBHOOK_TIMEOUT_MS, ...overrides });
-  const listener = createListener({
-    fetch: sandbox.app.fetch,
-    hostname: '127.0.0.1',
-    limits: { ...TRANSPORT_TIMEOUTS, maxConnections: 256 },
-    logger: pino({ level: 'silent' }),
-  });
-  await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
-  const origin = `http://127.0.0.1:${(listener.address() as AddressInfo).port}`;
-  const close = async () => {
-    listener.closeAllConnections();
-    await new Promise<void>((resolve) => listener.close(() => resolve()));
-  };
-  return { sandbox, origin, close };
+  return { sandbox, ...(await serveSandbox(sandbox)) };
 }
 
 interface Answer {
