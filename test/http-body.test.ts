@@ -6,9 +6,9 @@ import type { AppEnv } from '../src/http/context.js';
 import { createRouter, jsonBody } from '../src/http/router.js';
 
 /**
- * `readBody` reads a request's body from its stream and hands the text back to Hono by swapping
- * `c.req.raw` (as Hono's own `bodyLimit` does); these fail if Hono's validators stop reading the body
- * from `c.req.raw`, or `@hono/zod-openapi` stops running `defaultHook` for a router's routes.
+ * `readBody` reads a request's body from its stream and hands the text back to Hono as the text its
+ * request keeps (`c.req.bodyCache.text`); these fail if Hono's validators stop reading the body from
+ * there, or `@hono/zod-openapi` stops running `defaultHook` for a router's routes.
  */
 function app() {
   const router = createRouter();

@@ -16,15 +16,15 @@ const tooLarge = () =>
 const mediaTypeOf = (contentType: string | undefined) => (contentType ?? '').split(';')[0]?.trim() ?? '';
 
 /**
- * Hands `text` back to Hono as the request's body, for the route's validator to read. The body's
- * stream was read by `readBody`; a fresh request carries the text, as Hono's own `bodyLimit` swaps
- * `c.req.raw` for a request whose body it counts. As bytes, since a string body would give a request
- * sent without a media type a `text/plain` one.
+ * Hands `text` back to Hono as the request's body, for the route's validator to read: as the text
+ * `c.req.text()` and `c.req.json()` answer from (`bodyCache`, the public field `HonoRequest` keeps
+ * a body it has read in). The body's stream was read by `readBody`. A fresh `Request` carrying the
+ * text (as Hono's `bodyLimit` does) would cost a creation about a fifth of its CPU in undici's
+ * constructor (docs/benchmark.md); `test/http-body.test.ts` fails if Hono stops reading it.
  */
 function handBack(c: Context<AppEnv>, text: string): void {
-  const raw = c.req.raw;
-  const body = text === '' ? null : new TextEncoder().encode(text);
-  c.req.raw = new Request(raw.url, { method: raw.method, headers: raw.headers, body });
+  // Hono declares the cache's entries as values but keeps (and awaits) promises of them.
+  (c.req.bodyCache as { text?: Promise<string> }).text = Promise.resolve(text);
 }
 
 /**
