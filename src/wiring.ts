@@ -12,9 +12,10 @@ import type { SandboxDatabase } from './db/sql.js';
 import { eventsModule } from './events/module.js';
 import { injectFaults } from './faults/middleware.js';
 import { FAULTS_FACT, faultsModule } from './faults/module.js';
+import { answerHeaders } from './http/answer-headers.js';
 import { authenticate } from './http/auth.js';
 import { readBody, refuseNulInUrl, requireJsonObjectBody } from './http/body.js';
-import { allowOnlyLocalHosts, noSniffing, refuseCrossSiteRequests } from './http/browsers.js';
+import { allowOnlyLocalHosts, refuseCrossSiteRequests } from './http/browsers.js';
 import type { AppEnv } from './http/context.js';
 import { errorHandler, routeNotFound } from './http/errors.js';
 import { methodNotAllowed as answerMethodNotAllowed } from './http/methods.js';
@@ -191,7 +192,7 @@ export async function createSandbox(parts: SandboxParts) {
   // benchmark runs at `warn` for that reason).
   if (logger.isLevelEnabled('info')) app.use(logRequests(logger));
   // Before anything reads the request: what web pages may ask of the sandbox through a browser.
-  app.use(noSniffing());
+  app.use(answerHeaders());
   if (listensOnLoopback(config)) app.use(allowOnlyLocalHosts(config.allowedHosts));
   app.use(refuseCrossSiteRequests);
   // Outside the 405 below, so that the journal notes the answer the client got.

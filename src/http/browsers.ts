@@ -1,5 +1,4 @@
 import type { MiddlewareHandler } from 'hono';
-import { secureHeaders } from 'hono/secure-headers';
 import { LRUCache } from 'lru-cache';
 import { ApiError } from '../core/errors.js';
 import { isLoopbackHost, normaliseHost } from '../core/hosts.js';
@@ -9,29 +8,6 @@ import type { AppEnv } from './context.js';
  * What web pages may do to a sandbox through a browser: a developer's sandbox on loopback is reachable
  * from every page the developer opens, and a shared one from every page its users open.
  */
-
-/**
- * `X-Content-Type-Options: nosniff` on every answer, so that a browser never reads a JSON body (which
- * echoes what clients sent) as a script or a page. Hono's secure-headers middleware with that header
- * alone: the rest of its defaults (a same-origin resource policy, HSTS, a frame policy) would change
- * what clients of an API may do, and the pages set their own policies (src/dashboard/pages.ts).
- */
-export const noSniffing = (): MiddlewareHandler<AppEnv> =>
-  secureHeaders({
-    xContentTypeOptions: true,
-    crossOriginEmbedderPolicy: false,
-    crossOriginResourcePolicy: false,
-    crossOriginOpenerPolicy: false,
-    originAgentCluster: false,
-    referrerPolicy: false,
-    strictTransportSecurity: false,
-    xDnsPrefetchControl: false,
-    xDownloadOptions: false,
-    xFrameOptions: false,
-    xPermittedCrossDomainPolicies: false,
-    xXssProtection: false,
-    removePoweredBy: false,
-  });
 
 /**
  * A sandbox listening on loopback answers only requests for a loopback name or address (with any

@@ -9,6 +9,7 @@ import {
   type RateInstant,
   windowEndOf,
 } from '../core/rate-counts.js';
+import { addAnswerHeaders } from './answer-headers.js';
 import type { AppEnv } from './context.js';
 
 /** What limits a caller: its ceilings, whether they are enforced, and how its clock runs. */
@@ -119,7 +120,11 @@ export function rateLimit(
         },
       );
     }
-    for (const [name, value] of Object.entries(headers)) c.header(name, value);
+    addAnswerHeaders(c, {
+      'x-ratelimit-limit': headers['X-RateLimit-Limit'],
+      'x-ratelimit-remaining': headers['X-RateLimit-Remaining'],
+      'x-ratelimit-reset': headers['X-RateLimit-Reset'],
+    });
     await next();
   };
 }

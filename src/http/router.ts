@@ -4,6 +4,7 @@ import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { JSONParsed } from 'hono/utils/types';
 import { ERROR_CODES, type ErrorCode } from '../core/error-codes.js';
 import type { JsonText } from '../core/json.js';
+import { answerWith } from './answer-headers.js';
 import type { AppEnv } from './context.js';
 import { validationError } from './validation.js';
 
@@ -243,8 +244,6 @@ export const idParam = (example?: string) =>
     id: z.string().openapi({ param: { name: 'id', in: 'path' }, ...(example ? { example } : {}) }),
   });
 
-const JSON_HEADERS = { 'content-type': 'application/json' };
-
 /**
  * Answers JSON text that was serialised once already (for the event that carries the same object),
  * typed for the route like `c.json`'s answer: the text is exactly what `c.json` would have sent.
@@ -255,5 +254,6 @@ export function sendJsonText<T, S extends ContentfulStatusCode>(
   status: S,
 ): Response & TypedResponse<JSONParsed<T>, S, 'json'> {
   // Only the phantom type differs from `c.json`'s answer: the bytes are the same.
-  return c.body(text, status, JSON_HEADERS) as unknown as Response & TypedResponse<JSONParsed<T>, S, 'json'>;
+  return answerWith(c as Context<AppEnv>, text, status, 'application/json') as unknown as Response &
+    TypedResponse<JSONParsed<T>, S, 'json'>;
 }

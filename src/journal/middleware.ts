@@ -52,7 +52,9 @@ async function noteRequest(
   if (!who) return;
   const url = c.req.url;
   const queryStart = url.indexOf('?');
-  const retryAfter = Number(c.res.headers.get('retry-after') ?? Number.NaN);
+  const status = c.res.status;
+  // Only refusals carry Retry-After; reading an answer's headers costs every other request.
+  const retryAfter = status >= 400 ? Number(c.res.headers.get('retry-after') ?? Number.NaN) : Number.NaN;
   // The body as `readBody` read it, before anything else ran.
   const body = c.get('bodyText') as string | undefined;
   journal.record(who.accountId, {
@@ -60,7 +62,7 @@ async function noteRequest(
     method: c.req.method,
     path: c.req.path,
     query: queryStart === -1 ? '' : url.slice(queryStart + 1),
-    status: c.get('dropped') ? 0 : c.res.status,
+    status: c.get('dropped') ? 0 : status,
     code: error?.code ?? null,
     field: error?.field ?? null,
     durationMs: Math.round((performance.now() - started) * 100) / 100,
