@@ -57,8 +57,15 @@ async function noteRequest(
   const retryAfter = status >= 400 ? Number(c.res.headers.get('retry-after') ?? Number.NaN) : Number.NaN;
   // The body as `readBody` read it, before anything else ran.
   const body = c.get('bodyText') as string | undefined;
+  const at = who.now;
   journal.record(who.accountId, {
-    id: newId('req', who.now),
+    // Named when first read (the journal's pages, the report's evidence, a replica's flush): most
+    // entries are never read, and a ULID's random part is the costliest field here.
+    get id() {
+      const id = newId('req', at);
+      Object.defineProperty(this, 'id', { value: id, enumerable: true });
+      return id;
+    },
     method: c.req.method,
     path: c.req.path,
     query: queryStart === -1 ? '' : url.slice(queryStart + 1),
@@ -66,7 +73,7 @@ async function noteRequest(
     code: error?.code ?? null,
     field: error?.field ?? null,
     durationMs: Math.round((performance.now() - started) * 100) / 100,
-    at: who.now,
+    at,
     wallAt,
     answeredWallAt: deps.realNow(),
     keyId: who.keyId,
