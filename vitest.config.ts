@@ -13,6 +13,7 @@ const ON_POSTGRES = [
   'test/bounds.test.ts',
   'test/cli-logs.test.ts',
   'test/errors.test.ts',
+  'test/event-subscribers.test.ts',
   'test/journal.test.ts',
   'test/labels-api.test.ts',
   'test/listeners.test.ts',

@@ -5,7 +5,7 @@ import { ListenerQueue, Notices } from './queue.js';
 import { listenerRoutes } from './sandbox-routes.js';
 import { GRACE_MS, HEARTBEAT_MS } from './schema.js';
 import { ListenerService, type ListenerTiming } from './service.js';
-import { ListenerStore } from './store.js';
+import { ANY_OPEN_SESSION, ListenerStore } from './store.js';
 import { addListenerStream } from './stream-routes.js';
 
 declare module '../module.js' {
@@ -69,7 +69,7 @@ export function listenersModule(settings: {
         nextAnswer: (accountId, ms) => answers.next(accountId, ms),
         timeoutMs: settings.timeoutMs,
       });
-      events.subscribe((tx, event) => service.fanOut(tx, event));
+      events.subscribe((tx, event) => service.fanOut(tx, event), ANY_OPEN_SESSION);
       provide('listeners', { service });
       const controls = listenerRoutes(service);
       addListenerStream(controls, holder);

@@ -172,6 +172,13 @@ const SQL = {
 };
 
 /**
+ * Over PostgreSQL, read with each event's INSERT (`EventStore.subscribe`): whether the event's account
+ * has a session open, as `selectOpen` would find one.
+ */
+export const ANY_OPEN_SESSION =
+  'EXISTS (SELECT 1 FROM listener_sessions s WHERE s.account_id = events.account_id AND s.ended_at IS NULL)';
+
+/**
  * The listen sessions, their attempts and the accounts' listen secrets. Each method runs on the `q`
  * it is given: the database, or the transaction of the change it is part of.
  */

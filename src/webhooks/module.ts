@@ -10,7 +10,7 @@ import { webhookRoutes } from './routes.js';
 import { webhookControlRoutes } from './sandbox-routes.js';
 import type { ResolveHost } from './send.js';
 import { WebhookService } from './service.js';
-import { WebhookStore } from './store.js';
+import { ANY_SUBSCRIBED_WEBHOOK, WebhookStore } from './store.js';
 
 declare module '../module.js' {
   interface Ports {
@@ -66,7 +66,7 @@ export function webhooksModule(settings: {
         logger,
         metrics,
       });
-      events.subscribe((tx, event) => delivery.fanOut(tx, event));
+      events.subscribe((tx, event) => delivery.fanOut(tx, event), ANY_SUBSCRIBED_WEBHOOK);
       provide('webhooks', { service, delivery, store });
       return {
         api: webhookRoutes(service),

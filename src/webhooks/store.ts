@@ -198,6 +198,14 @@ const SQL = {
 };
 
 /**
+ * Over PostgreSQL, read with each event's INSERT (`EventStore.subscribe`): whether any webhook of the
+ * event's account takes its type, as `selectSubscribers` would find one.
+ */
+export const ANY_SUBSCRIBED_WEBHOOK = `EXISTS (SELECT 1 FROM webhooks w
+  WHERE w.account_id = events.account_id AND w.status = 'active' AND w.deleted_at IS NULL
+    AND w.events::jsonb @> jsonb_build_array(events.type))`;
+
+/**
  * The webhooks, their delivery attempts and the e-mail outbox (`webhooks`, `webhook_attempts`,
  * `emails`). Each method runs on the `q` it is given: the database, or the transaction of the change
  * it is part of.
