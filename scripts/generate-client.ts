@@ -6,6 +6,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { inspect } from 'node:util';
 import openapiTS, { astToString, type OpenAPI3 } from 'openapi-typescript';
 import { pino } from 'pino';
 import ts from 'typescript';
@@ -65,7 +66,7 @@ async function main(): Promise<void> {
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   main().catch((error: unknown) => {
-    process.stderr.write(`${(error as Error).stack ?? error}\n`);
+    process.stderr.write(`${error instanceof Error ? error.stack : inspect(error)}\n`);
     process.exitCode = 1;
   });
 }
