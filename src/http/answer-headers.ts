@@ -23,7 +23,9 @@ import type { AppEnv } from './context.js';
 export const answerHeaders = (): MiddlewareHandler<AppEnv> => async (c, next) => {
   c.set('answerHeaders', { 'x-content-type-options': 'nosniff' });
   await next();
-  if (c.get('answerHeadersSent')) return;
+  // The answer may have been replaced since it was made (an error thrown after it): only the very
+  // answer `answerWith` made carries the headers already.
+  if (c.get('answeredWith') === c.res) return;
   const headers = c.res.headers;
   for (const [name, value] of Object.entries(c.get('answerHeaders'))) headers.set(name, value);
 };
@@ -38,14 +40,15 @@ export function addAnswerHeaders(c: Context<AppEnv>, headers: Record<string, str
 /**
  * The answer `body` with the request's answer headers and `contentType`, as plain values all the way
  * to Node: a `Response` whose headers are a plain object goes out through `@hono/node-server`'s
- * fast path untouched.
+ * fast path untouched. Headers set with `c.header()` are not in it: add them with `addAnswerHeaders`.
  */
 export function answerWith(c: Context<AppEnv>, body: string, status: number, contentType: string): Response {
   const extra = c.get('answerHeaders');
-  if (extra) c.set('answerHeadersSent', true);
   const headers: Record<string, string> = { 'content-type': contentType, ...extra };
   // Its length named here puts it where Hono's answers have it, before Node's `Date`; an answer to
   // HEAD (which Hono makes from this one, without its body) names none, as Hono's own do not.
   if (c.req.method !== 'HEAD') headers['Content-Length'] = String(Buffer.byteLength(body));
-  return new Response(body, { status, headers });
+  const answer = new Response(body, { status, headers });
+  if (extra) c.set('answeredWith', answer);
+  return answer;
 }

@@ -23,8 +23,8 @@ export interface AppEnv {
     admin: boolean;
     /** The error the request was answered with, when it was (see `respondWithError`). */
     answeredError: ApiError;
-    /** Headers for the answer, whatever it is, and whether it was made with them (answer-headers.ts). */
+    /** Headers for the answer, whatever it is, and the answer made with them (answer-headers.ts). */
     answerHeaders: Record<string, string>;
-    answerHeadersSent: boolean;
+    answeredWith: Response;
   };
 }
