@@ -1,9 +1,13 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { serve } from '@hono/node-server';
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { describe, expect, it } from 'vitest';
-import { ApiError } from '../src/core/errors.js';
 import { readBody, requireJsonObjectBody } from '../src/http/body.js';
 import type { AppEnv } from '../src/http/context.js';
+import { errorHandler } from '../src/http/errors.js';
 import { createRouter, jsonBody } from '../src/http/router.js';
+import { capturingLogger } from './helpers.js';
 
 /**
  * `readBody` reads a request's body from its stream and hands the text back to Hono as the text its
@@ -22,9 +26,7 @@ function app() {
     (c) => c.json({ got: c.req.valid('json') }, 200),
   );
   const root = new OpenAPIHono<AppEnv>();
-  root.onError((error, c) =>
-    error instanceof ApiError ? c.json(error.toBody(), error.status as 400) : c.text(String(error), 500),
-  );
+  root.onError(errorHandler(capturingLogger().logger));
   root.use('*', readBody, requireJsonObjectBody);
   root.route('/', router);
   return root;
@@ -66,5 +68,22 @@ describe('request bodies through Hono', () => {
     } as RequestInit);
     expect(response.status).toBe(400);
     expect(await response.json()).toMatchObject({ error: { code: 'request_too_large' } });
+  });
+
+  it('refuses blanks sent without a media type alike in process and over a socket', async () => {
+    const blanks = () => ({ method: 'POST', body: new TextEncoder().encode('   ') });
+    const inProcess = await app().request('/things', blanks());
+    const server = serve({ fetch: app().fetch, hostname: '127.0.0.1', port: 0 }) as Server;
+    await new Promise((resolve) => server.once('listening', resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const overSocket = await fetch(`http://127.0.0.1:${port}/things`, blanks());
+      for (const answer of [inProcess, overSocket]) {
+        expect(answer.status).toBe(400);
+        expect(await answer.json()).toMatchObject({ error: { code: 'unsupported_content_type' } });
+      }
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });
