@@ -25,8 +25,12 @@ export const answerHeaders = (): MiddlewareHandler<AppEnv> => async (c, next) =>
   await next();
   // The answer may have been replaced since it was made (an error thrown after it): only the very
   // answer `answerWith` made carries the headers already.
-  if (c.get('answeredWith') === c.res) return;
+  const made = c.get('answeredWith');
+  if (made === c.res) return;
   const headers = c.res.headers;
+  // Hono copies a replaced answer's headers onto the one replacing it: its length too, which is not
+  // this answer's (Node's adapter works out the right one).
+  if (made) headers.delete('content-length');
   for (const [name, value] of Object.entries(c.get('answerHeaders'))) headers.set(name, value);
 };
 
