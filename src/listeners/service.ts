@@ -9,6 +9,7 @@ import { EVENT_TYPES } from '../events/schema.js';
 import type { RecordedEvent } from '../events/store.js';
 import type { Scheduler } from '../scheduler/scheduler.js';
 import { EXCERPT_BYTES } from '../webhooks/send.js';
+import { presentAttemptOutcome } from '../webhooks/service.js';
 import type { DeliveryOutcomeInput, OpenListenerInput } from './schema.js';
 import type { AttemptOutcome, ListenerAttemptRecord, ListenerStore, SessionRecord } from './store.js';
 
@@ -197,22 +198,13 @@ export function presentListener(session: SessionRecord) {
 }
 
 export function presentListenerAttempt(attempt: ListenerAttemptRecord) {
-  const time = (ms: number | null) => (ms === null ? null : formatTimestamp(ms));
   return {
     id: attempt.id,
     listener_id: attempt.sessionId,
     event_id: attempt.eventId,
     event: attempt.eventType,
     attempt: attempt.attempt,
-    status: attempt.status,
-    scheduled_at: formatTimestamp(attempt.scheduledAt),
-    sent_at: time(attempt.sentAt),
-    response_status: attempt.responseStatus,
-    response_excerpt: attempt.responseExcerpt,
-    duration_ms: attempt.durationMs,
-    error: attempt.error,
-    error_message: attempt.errorMessage,
-    next_attempt_at: time(attempt.nextAttemptAt),
+    ...presentAttemptOutcome(attempt),
   };
 }
 

@@ -70,17 +70,23 @@ export function presentWebhook(webhook: WebhookRecord) {
   };
 }
 
-export function presentAttempt(attempt: AttemptRecord) {
+/**
+ * How an attempt went, as every list of deliveries shows it (a webhook's, and a listen session's):
+ * the fields that follow its own identifiers, in this order.
+ */
+export function presentAttemptOutcome<Status extends string, ErrorKind extends string>(attempt: {
+  status: Status;
+  scheduledAt: number;
+  sentAt: number | null;
+  responseStatus: number | null;
+  responseExcerpt: string | null;
+  durationMs: number | null;
+  error: ErrorKind | null;
+  errorMessage: string | null;
+  nextAttemptAt: number | null;
+}) {
   const time = (ms: number | null) => (ms === null ? null : formatTimestamp(ms));
   return {
-    id: attempt.id,
-    webhook_id: attempt.webhookId,
-    event_id: attempt.eventId,
-    event: attempt.eventType,
-    attempt: attempt.attempt,
-    redelivery: attempt.redelivery,
-    probe: attempt.probe !== null,
-    probe_signature: attempt.probe,
     status: attempt.status,
     scheduled_at: formatTimestamp(attempt.scheduledAt),
     sent_at: time(attempt.sentAt),
@@ -90,6 +96,20 @@ export function presentAttempt(attempt: AttemptRecord) {
     error: attempt.error,
     error_message: attempt.errorMessage,
     next_attempt_at: time(attempt.nextAttemptAt),
+  };
+}
+
+export function presentAttempt(attempt: AttemptRecord) {
+  return {
+    id: attempt.id,
+    webhook_id: attempt.webhookId,
+    event_id: attempt.eventId,
+    event: attempt.eventType,
+    attempt: attempt.attempt,
+    redelivery: attempt.redelivery,
+    probe: attempt.probe !== null,
+    probe_signature: attempt.probe,
+    ...presentAttemptOutcome(attempt),
   };
 }
 
