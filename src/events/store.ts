@@ -87,7 +87,8 @@ export class EventStore {
       packed: packEnvelope(body, { id, type, created_at: now }),
     };
     let interested: Record<string, boolean> | undefined;
-    if (this.insert === SQL.insert) await tx.run(SQL.insert, row);
+    // An event kept from the subscribers asks none of them whether they would hear it.
+    if (!announce || this.insert === SQL.insert) await tx.run(SQL.insert, row);
     else interested = await tx.get<Record<string, boolean>>(this.insert, row);
     const event: RecordedEvent = { id, accountId, type, createdAt: now, body };
     if (!announce) return event;
