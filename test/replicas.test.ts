@@ -36,6 +36,9 @@ interface Replica {
   stop(): Promise<void>;
   /** SIGKILL: gone at once, without a word to the database. */
   kill(): Promise<void>;
+  /** SIGSTOP: frozen, its connections open, until `resume` (SIGCONT). */
+  pause(): void;
+  resume(): void;
 }
 
 /**
@@ -84,6 +87,8 @@ async function startReplica(url: string, lease = '1s'): Promise<Replica> {
       child.kill('SIGKILL');
       await exited;
     },
+    pause: () => child.kill('SIGSTOP'),
+    resume: () => child.kill('SIGCONT'),
   };
   running.add(replica);
   return replica;
@@ -127,12 +132,17 @@ async function newAccount(replica: Replica): Promise<string> {
 }
 
 /** Polls `check` until it holds, for at most `ms`. */
-async function eventually<T>(check: () => Promise<T | undefined>, ms: number, what: string): Promise<T> {
+async function eventually<T>(
+  check: () => Promise<T | undefined>,
+  ms: number,
+  what: string | (() => string),
+): Promise<T> {
   const deadline = performance.now() + ms;
   for (let pause = 20; ; pause = Math.min(pause * 2, 250)) {
     const value = await check();
     if (value !== undefined) return value;
-    if (performance.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`);
+    if (performance.now() > deadline)
+      throw new Error(`not within ${ms} ms: ${typeof what === 'string' ? what : what()}`);
     await new Promise((resolve) => setTimeout(resolve, pause));
   }
 }
@@ -318,26 +328,45 @@ describe('webhook sends across replicas', () => {
         secret: 'whsec_replicas-test-secret',
       });
       expect(webhook.status).toBe(201);
-      for (let i = 0; i < 10; i++)
-        expect((await api('POST', '/v1/shipments', shipmentRequest())).status).toBe(201);
-
-      // Every attempt is being sent, by both replicas, and only four are on the wire: the receiver
-      // holds them all unanswered, so each replica's own share of four would have let eight through.
-      await eventually(
-        async () => {
-          const rows = await query<{ sending: number; replicas: number }>(
-            url,
-            "SELECT count(*) AS sending, count(DISTINCT claimed_by) AS replicas FROM webhook_attempts WHERE status = 'sending'",
-          );
-          return Number(rows[0]?.sending) === 10 &&
-            Number(rows[0]?.replicas) === 2 &&
-            receiver.requests.length >= 4
-            ? true
-            : undefined;
-        },
-        20_000,
-        'ten attempts claimed by two replicas',
-      );
+      // Which replica claims a due attempt is a race; the test settles it by pausing the other one
+      // (SIGSTOP) while each makes its attempts, so both hold some. The first makes four, all on the
+      // wire, so it is paused idle, never inside the share's transaction, whose lock the other needs.
+      const [first, second] = replicas as [Replica, Replica];
+      let seen = '';
+      const claims = async (sending: number, holders: number, onTheWire: number) =>
+        eventually(
+          async () => {
+            const rows = await query<{ status: string; claimed_by: string | null; count: number }>(
+              url,
+              'SELECT status, claimed_by, count(*) AS count FROM webhook_attempts GROUP BY status, claimed_by',
+            );
+            seen = `${JSON.stringify(rows)}, ${receiver.requests.length} on the wire`;
+            const claimed = rows.filter((row) => row.status === 'sending');
+            return claimed.reduce((sum, row) => sum + Number(row.count), 0) === sending &&
+              new Set(claimed.map((row) => row.claimed_by)).size === holders &&
+              receiver.requests.length >= onTheWire
+              ? true
+              : undefined;
+          },
+          20_000,
+          () => `${sending} attempts claimed by ${holders} replicas (saw ${seen})`,
+        );
+      try {
+        second.pause();
+        for (let i = 0; i < 4; i++)
+          expect((await call(first, key, 'POST', '/v1/shipments', shipmentRequest())).status).toBe(201);
+        await claims(4, 1, 4);
+        first.pause();
+        second.resume();
+        for (let i = 0; i < 6; i++)
+          expect((await call(second, key, 'POST', '/v1/shipments', shipmentRequest())).status).toBe(201);
+        // Every attempt is being sent, by both replicas, and only four are on the wire: the receiver
+        // holds them all unanswered, so the second replica's own share of four would have let it send.
+        await claims(10, 2, 4);
+      } finally {
+        first.resume();
+        second.resume();
+      }
       expect(receiver.requests).toHaveLength(4);
 
       // Answered, the next four go out, and so on until all ten are delivered.
