@@ -1,5 +1,5 @@
 import { OpenAPIHono } from '@hono/zod-openapi';
-import type { MiddlewareHandler } from 'hono';
+import { Hono, type MiddlewareHandler } from 'hono';
 import { methodNotAllowed } from 'hono/method-not-allowed';
 import type { Logger } from 'pino';
 import { accountsModule } from './accounts/module.js';
@@ -45,6 +45,24 @@ import { webhookDeliveryDocs } from './webhooks/routes.js';
 import type { ResolveHost } from './webhooks/send.js';
 
 export const API_VERSION_PREFIX = '/v1';
+/**
+ * Where the API reference's "Try it out" (`/docs`) sends its requests: the `/v1` routes themselves,
+ * mounted once more under `/_sandbox`, as the twins of `http/twin.ts` are, so that a person trying the
+ * API out is not taken for the merchant's client (see `tryItOut` below).
+ */
+export const TRY_IT_OUT_PREFIX = '/_sandbox/try';
+
+/**
+ * Every `/v1` route again, for "Try it out": the same handlers behind the same key, scope and body
+ * checks (the `/_sandbox/*` ones), but outside the rate limits, the request journal, the integration
+ * report and the fault rules, which belong to the merchant's client. A plain Hono app, so that the
+ * routes are not written into the OpenAPI document twice.
+ */
+function tryItOut(modules: readonly ModuleParts[]): Hono<AppEnv> {
+  const routes = new Hono<AppEnv>();
+  for (const module of modules) if (module.api) routes.route(API_VERSION_PREFIX, module.api);
+  return routes;
+}
 
 export interface SandboxParts {
   /** Where everything is kept: SQLite (a file, or memory) or PostgreSQL. */
@@ -234,6 +252,7 @@ export async function createSandbox(parts: SandboxParts) {
     if (module.controls) app.route('/_sandbox', module.controls);
     for (const [path, router] of Object.entries(module.mounts ?? {})) app.route(path, router);
   }
+  app.route(TRY_IT_OUT_PREFIX, tryItOut(modules));
 
   serveOpenApiDocument(app, {
     apiPrefix: API_VERSION_PREFIX,

@@ -177,3 +177,67 @@ describe('the /_sandbox twins of /v1 routes', () => {
     expectError(await sandbox.call('GET', '/_sandbox/webhooks', { key: null }), 401, 'missing_api_key');
   });
 });
+
+describe("the /v1 routes under /_sandbox/try, for the API reference's “Try it out”", () => {
+  it('answer what /v1 answers, behind the same key and scopes, and leave no trace', async () => {
+    const sandbox = await createTestSandbox();
+    const { key, call } = await account(sandbox);
+    expect((await call('POST', '/_sandbox/faults', { path: '/v1/*', status: 503 })).status).toBe(201);
+    // More than the starter plan's 60 requests a minute, all answered.
+    for (let i = 0; i < 61; i++) {
+      const created = await call(
+        'POST',
+        '/_sandbox/try/v1/shipments',
+        shipmentRequest({ reference: `try-${i}` }),
+      );
+      expect([i, created.status, created.headers.get('x-ratelimit-limit')]).toEqual([i, 201, null]);
+    }
+    const listed = await call('GET', '/_sandbox/try/v1/shipments?limit=2');
+    expect(listed.status).toBe(200);
+    expect(listed.json.data.map((shipment: { reference: string }) => shipment.reference)).toEqual([
+      'try-60',
+      'try-59',
+    ]);
+    const { id } = listed.json.data[0];
+    expect(withoutIds((await call('GET', `/_sandbox/try/v1/shipments/${id}`)).json)).toEqual(
+      withoutIds(listed.json.data[0]),
+    );
+
+    const { parcel: _parcel, ...withoutParcel } = shipmentRequest();
+    expectError(
+      await call('POST', '/_sandbox/try/v1/shipments', withoutParcel),
+      422,
+      'missing_field',
+      'parcel',
+    );
+    expectError(await call('PUT', '/_sandbox/try/v1/shipments'), 405, 'method_not_allowed');
+    expectError(
+      await sandbox.call('GET', '/_sandbox/try/v1/shipments', { key: null }),
+      401,
+      'missing_api_key',
+    );
+    const reader = await call('POST', '/_sandbox/keys', { name: 'reader', scopes: ['shipments:read'] });
+    expect(reader.status).toBe(201);
+    const asReader = (method: string, path: string, body?: unknown) =>
+      sandbox.call(method, path, { key: reader.json.value, body });
+    expect((await asReader('GET', '/_sandbox/try/v1/shipments')).status).toBe(200);
+    expectError(
+      await asReader('POST', '/_sandbox/try/v1/shipments', shipmentRequest()),
+      403,
+      'insufficient_scope',
+    );
+
+    expect((await call('GET', '/_sandbox/requests')).json.data).toEqual([]);
+    const report = (await call('GET', '/_sandbox/report')).json;
+    for (const check of report.checks as { id: string; status: string }[])
+      expect([check.id, check.status]).toEqual([check.id, 'not_observed']);
+    // The account's first /v1 request of the minute finds its fault, and the whole minute left.
+    expectError(await sandbox.call('GET', '/v1/shipments', { key }), 503, 'service_unavailable');
+    expect((await call('DELETE', '/_sandbox/faults')).status).toBe(200);
+    const fromApi = await sandbox.call('GET', '/v1/shipments', { key });
+    expect([fromApi.status, fromApi.headers.get('x-ratelimit-remaining')]).toEqual([200, '58']);
+
+    const document = (await sandbox.call('GET', '/openapi.json', { key: null })).json;
+    expect(Object.keys(document.paths).filter((path) => path.includes('/try'))).toEqual([]);
+  });
+});

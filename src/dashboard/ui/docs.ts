@@ -5,7 +5,16 @@ import { keepKey, looksLikeKey, sessionStore, startingKey } from './session.js';
  * The API reference's own part: Swagger UI (served by the sandbox from `swagger-ui-dist`) over
  * `/openapi.json`, with "Try it out" authorised by the key the dashboard signed in with (the same
  * session storage entry), or by one typed into the bar above it.
+ *
+ * "Try it out" is the sandbox's own tool, not the merchant's client: its requests go to the `/v1`
+ * routes' mount under `/_sandbox/try` (the same routes, key and scopes), which no rate limit, request
+ * journal, integration report or fault rule sees. The request shown (its URL and curl) stays the
+ * `/v1` one, which is what an integration sends.
  */
+
+/** Where the API is, and where "Try it out" sends what it would send there (the sandbox's TRY_IT_OUT_PREFIX). */
+const apiBase = new URL('v1/', window.location.href).href;
+const tryItOutBase = new URL('_sandbox/try/v1/', window.location.href).href;
 
 interface SwaggerUi {
   preauthorizeApiKey(scheme: string, value: string): void;
@@ -42,6 +51,11 @@ if (SwaggerUIBundle && root) {
     validatorUrl: null,
     presets: [SwaggerUIBundle.presets.apis],
     layout: 'BaseLayout',
+    requestInterceptor: (request: { url: string }) => {
+      if (request.url.startsWith(apiBase)) request.url = tryItOutBase + request.url.slice(apiBase.length);
+      return request;
+    },
+    showMutatedRequest: false,
     onComplete: () => {
       ready = true;
       if (key) ui.preauthorizeApiKey('bearerAuth', key);
