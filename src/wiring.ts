@@ -242,6 +242,8 @@ export async function createSandbox(parts: SandboxParts) {
     injectFaults(ports.faults.store, (caller) => accounts.factOf(caller, FAULTS_FACT) !== false),
     requireJsonObjectBody,
   );
+  // "Try it out" is the API itself: strict HTTPS holds there as on `/v1`, before the body is read.
+  if (config.strictHttps) app.use(`${TRY_IT_OUT_PREFIX}/*`, requireHttps(config));
   app.use('/_sandbox/*', readBody, refuseNulInUrl);
   // Controls that take no key are mounted before the key is checked: they check what they need.
   for (const module of modules) if (module.openControls) app.route('/_sandbox', module.openControls);

@@ -1,6 +1,7 @@
-import type { Page } from 'playwright-core';
+import type { Locator, Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { browserSession, guardedPage, newFrozenAccount } from './browser.js';
+import { shipmentRequest } from './helpers.js';
 
 /**
  * `/docs` in a real headless Chromium: Swagger UI served by the sandbox from its own copy, rendering
@@ -16,11 +17,21 @@ const { open } = session;
  * Opens an operation and tries it out: the status Swagger UI shows, the request the page sent, and the
  * curl command it shows for it.
  */
-async function tryItOut(page: Page, method: string, path: string) {
+async function tryItOut(
+  page: Page,
+  method: string,
+  path: string,
+  fill: (operation: Locator) => Promise<void> = async () => {},
+) {
   const operation = page.locator(`.opblock-${method}`).filter({ has: page.locator(`[data-path="${path}"]`) });
   await operation.locator('.opblock-summary').first().click();
   await operation.getByRole('button', { name: 'Try it out' }).click();
-  const sending = page.waitForRequest((request) => new URL(request.url()).pathname.endsWith(path));
+  await fill(operation);
+  const last = path.split('/').pop() as string;
+  const sending = page.waitForRequest((request) => {
+    const sentPath = new URL(request.url()).pathname;
+    return last.startsWith('{') ? sentPath.includes(path.split('/{')[0] as string) : sentPath.endsWith(path);
+  });
   await operation.getByRole('button', { name: 'Execute' }).click();
   const sent = await sending;
   const status = operation.locator('.live-responses-table tbody .response-col_status').first();
@@ -105,6 +116,25 @@ describe('/docs', { timeout: 30_000 }, () => {
       .filter({ hasText: typed.key.slice(-4) })
       .waitFor();
     await expectTriedOut(await tryItOut(page, 'get', '/shipments'), typed, '/shipments');
+  });
+
+  it("sends path parameters through, and leaves the sandbox's own routes where they are", async () => {
+    const account = await newFrozenAccount(session.origin);
+    const shipment = await account.api('POST', '/v1/shipments', shipmentRequest());
+    const page = await open(`/docs#key=${account.key}`);
+    await page.locator('.opblock').first().waitFor();
+    const tried = await tryItOut(page, 'get', '/shipments/{id}', (operation) =>
+      operation.getByPlaceholder('id', { exact: true }).fill(shipment.json.id),
+    );
+    expect(tried).toMatchObject({
+      status: '200',
+      url: `${session.origin}/_sandbox/try/v1/shipments/${shipment.json.id}`,
+    });
+    expect(tried.curl).toContain(`${session.origin}/v1/shipments/${shipment.json.id}`);
+    const health = await tryItOut(page, 'get', '/healthz');
+    expect(health).toMatchObject({ status: '200', url: `${session.origin}/healthz` });
+    // The one request of the account's that the journal keeps: the shipment made above, through /v1.
+    expect((await journal(account)).map((entry) => entry.path)).toEqual(['/v1/shipments']);
   });
 
   it('takes a key in the fragment, and takes it out of the address', async () => {

@@ -385,6 +385,8 @@ describe('strict HTTPS over real sockets', () => {
       ['/v1/shipments', withKey()],
       ['/v1/shipments', {}],
       ['/v1/no-such-route', withKey()],
+      // The API reference's "Try it out" takes the same routes.
+      ['/_sandbox/try/v1/shipments', withKey()],
     ] as const) {
       const answer = await send(`${strict.origin}${path}`, { headers });
       expect(answer.headers['content-type']).toMatch(/^application\/json/);

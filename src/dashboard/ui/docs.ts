@@ -12,9 +12,19 @@ import { keepKey, looksLikeKey, sessionStore, startingKey } from './session.js';
  * `/v1` one, which is what an integration sends.
  */
 
-/** Where the API is, and where "Try it out" sends what it would send there (the sandbox's TRY_IT_OUT_PREFIX). */
-const apiBase = new URL('v1/', window.location.href).href;
-const tryItOutBase = new URL('_sandbox/try/v1/', window.location.href).href;
+/**
+ * Where the API is, and where "Try it out" sends what it would send there (the sandbox's
+ * TRY_IT_OUT_PREFIX), from the page's own origin: behind a TLS-terminating proxy the document's server
+ * may name another scheme than the page's, so the host and the path are what is matched.
+ */
+const apiPath = new URL('v1/', window.location.href).pathname;
+const tryItOutPath = new URL('_sandbox/try/v1/', window.location.href).pathname;
+
+function toTryItOut(address: string): string {
+  const url = new URL(address, window.location.href);
+  if (url.host !== window.location.host || !url.pathname.startsWith(apiPath)) return address;
+  return new URL(tryItOutPath + url.pathname.slice(apiPath.length) + url.search, window.location.href).href;
+}
 
 interface SwaggerUi {
   preauthorizeApiKey(scheme: string, value: string): void;
@@ -52,7 +62,7 @@ if (SwaggerUIBundle && root) {
     presets: [SwaggerUIBundle.presets.apis],
     layout: 'BaseLayout',
     requestInterceptor: (request: { url: string }) => {
-      if (request.url.startsWith(apiBase)) request.url = tryItOutBase + request.url.slice(apiBase.length);
+      request.url = toTryItOut(request.url);
       return request;
     },
     showMutatedRequest: false,
