@@ -121,7 +121,8 @@ instead: 0 passes, 1 fails, 2 no verdict (no sandbox, or it refused). \`conforma
 deployment (--target, --key) beside a sandbox of its own: 0 same, 1 different, 2 could not run.
 
 Examples:
-  shipping-sandbox --port 0 --memory            serve in memory on a free port
+  shipping-sandbox --port 0 --https-port 0 --memory
+                                                serve in memory on free ports
   shipping-sandbox clock advance 2h             move the account's clock, running what falls due
   shipping-sandbox shipments                    the newest shipments and their tracking numbers
   shipping-sandbox shipments advance shp_… delivered

@@ -103,6 +103,10 @@ export const routeNotFound: NotFoundHandler = (c) =>
     new ApiError(
       404,
       'route_not_found',
-      `No route ${c.req.method} ${c.req.path}. Every API route is under /v1.`,
+      `No route ${c.req.method} ${c.req.path}. ${
+        c.req.path.startsWith('/v1/')
+          ? 'The API reference at /docs (and /openapi.json) lists every route.'
+          : 'Every API route is under /v1.'
+      }`,
     ),
   );

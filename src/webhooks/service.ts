@@ -47,7 +47,7 @@ export function checkWebhookUrl(raw: string, rules: WebhookUrlRules): string {
   if (url.protocol === 'http:' && !rules.allowHttp && !isLoopbackHost(url.hostname)) {
     throw invalidField(
       'url',
-      "'url' must be https://; plain http:// is accepted only for localhost and 127.0.0.1 (or with --allow-http-webhooks).",
+      "'url' must be https://; plain http:// is accepted only for a loopback host (localhost, *.localhost, 127.0.0.0/8, [::1]) or with --allow-http-webhooks.",
     );
   }
   // The schema caps the text as sent; what is stored and requested at every attempt is percent-encoded,
