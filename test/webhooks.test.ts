@@ -278,6 +278,22 @@ describe('delivery', () => {
     expect(request!.headers['service-event-id']).toBe(envelope.id);
   });
 
+  it('signs with a secret holding a lone surrogate as Node encodes it, U+FFFD, on either engine', async () => {
+    const sandbox = await frozen();
+    const target = await receiver();
+    const secret = 'whsec_0123456789\ud800';
+    const response = await sandbox.call('POST', '/v1/webhooks', {
+      body: { url: target.url, events: ['shipment.created'], secret },
+    });
+    expect(response.status).toBe(201);
+    await sandbox.newShipment();
+    await advance(sandbox, 0);
+    const [request] = target.requests;
+    const signature = request!.headers['service-signature'] as string;
+    // The merchant's own code verifies with the secret it sent.
+    expect(await verify(secret, request!.body.toString('utf8'), signature)).toBe(true);
+  });
+
   it('sends only the events a webhook subscribes to, and keeps accounts apart', async () => {
     const sandbox = await frozen();
     const mine = await receiver();
@@ -400,6 +416,22 @@ describe('delivery', () => {
       status: 'scheduled',
       scheduled_at: '2026-11-22T08:01:00Z',
     });
+  });
+
+  it('keeps an answer holding a NUL or broken UTF-8 as U+FFFD, and retries as for any failure', async () => {
+    const sandbox = await frozen();
+    const body = Buffer.concat([Buffer.from('ok\0 '), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from(' end')]);
+    const target = await receiver([{ status: 500, body }, 200]);
+    const hook = await register(sandbox, target.url);
+    await sandbox.newShipment();
+    await advance(sandbox, 0);
+    const first = (await attemptsOf(sandbox, hook.id)).find((a) => a.attempt === 0);
+    expect(first).toMatchObject({ status: 'failed', response_status: 500, error: 'http' });
+    expect(first?.response_excerpt).toMatch(/^ok\uFFFD \uFFFD+ end$/);
+    // The retry runs on time: nothing was left on the wire.
+    await advance(sandbox, 60);
+    expect(target.requests).toHaveLength(2);
+    expect((await attemptsOf(sandbox, hook.id)).map((a) => a.status)).toEqual(['succeeded', 'failed']);
   });
 
   it('counts a refused connection as a connection error', async () => {

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { isDatabaseUnavailable } from '../core/storage-errors.js';
 import { migratePostgres } from './migrations.js';
-import type { Params, SandboxDatabase, Sql } from './sql.js';
+import { type Params, type SandboxDatabase, type Sql, storableText } from './sql.js';
 
 /** A statement's text in PostgreSQL's numbered form, and where each number's value comes from. */
 interface Numbered {
@@ -107,7 +107,8 @@ abstract class PostgresQueries implements Sql {
 }
 
 /** `undefined` is SQL's NULL, as better-sqlite3 reads a missing named parameter's place. */
-const toValue = (value: unknown) => (value === undefined ? null : value);
+const toValue = (value: unknown) =>
+  value === undefined ? null : typeof value === 'string' ? storableText(value) : value;
 
 /** `Sql` over a pool of connections: each statement takes a free connection; a transaction holds one. */
 export class PostgresSql extends PostgresQueries {

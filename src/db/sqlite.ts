@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3';
 import { migrateSqlite } from './migrations.js';
-import type { ConnectionUse, Params, SandboxDatabase, Sql } from './sql.js';
+import { type ConnectionUse, type Params, type SandboxDatabase, type Sql, storableParams } from './sql.js';
 
 type Statement = Database.Statement<unknown[], unknown>;
 
@@ -172,9 +172,11 @@ export class SqliteSql implements Sql {
   }
 }
 
-/** A positional list as it is; named parameters as an object (better-sqlite3 reads `@name` from it). */
-const bind = (params: Params): unknown =>
-  Array.isArray(params) ? params : (params as Readonly<Record<string, unknown>>);
+/**
+ * A positional list as it is; named parameters as an object (better-sqlite3 reads `@name` from it);
+ * text as PostgreSQL would hold it too (`storableText`).
+ */
+const bind = (params: Params): unknown => storableParams(params);
 
 /** The statements of one open transaction (or savepoint, `depth` > 0): they run at once. */
 class SqliteTransaction implements Sql {
