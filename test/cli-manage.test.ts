@@ -215,6 +215,7 @@ describe.concurrent('the command line: keys', () => {
       const listed = json(await cli(key, ['keys'])).data;
       expect(listed.map((k: { name: string }) => k.name)).toContain('CI');
       const readable = await cli(key, ['keys', 'list', '--pretty']);
+      expect(readable.stdout).toMatch(/^ID +NAME +SCOPES +LAST 4 +LAST USED +REVOKED +CREATED\n/);
       expect(readable.stdout).toMatch(
         new RegExp(`^${made.id} +CI +shipments:read +${made.value.slice(-4)} +\\d{4}-\\S+ +- +`, 'm'),
       );

@@ -479,11 +479,20 @@ describe('the readable output', () => {
           event_id: 'evt_1',
           attempt: 0,
         },
+        {
+          kind: 'listener.attempt',
+          subject: 'lda_1',
+          due_at: '2026-11-22T09:00:00Z',
+          listener_id: 'lsn_1',
+          event_id: 'evt_1',
+          attempt: 1,
+        },
       ],
     });
-    expect(text).toContain('Ran 2 items due on the way:\n');
+    expect(text).toContain('Ran 3 items due on the way:\n');
     expect(text).toMatch(/2026-11-22T09:00:00Z +tracking\.step +lbl_1 +in_transit 9400\n/);
     expect(text).toMatch(/webhook\.attempt +dlv_1 +wh_1 evt_1 try 0\n/);
+    expect(text).toMatch(/listener\.attempt +lda_1 +lsn_1 evt_1 try 1\n/);
   });
 
   it('shows deliveries with their answer or why there was none', () => {

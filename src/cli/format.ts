@@ -79,12 +79,16 @@ export function formatAdvancedClock(clock: AdvancedClock): string {
   )}`;
 }
 
-/** What an item that ran did: a tracking step's status, a webhook attempt's try, or why it did not. */
+/**
+ * What an item that ran did: a tracking step's status, a webhook's or a listen session's attempt and
+ * its try, or why it did not.
+ */
 function ranDetail(item: AdvancedClock['ran'][number]): string {
   if (item.error !== undefined) return `error: ${String(item.error)}`;
   if (item.skipped) return 'skipped';
   if (item.status !== undefined) return [item.status, item.tracking_number].filter(Boolean).join(' ');
-  if (item.webhook_id !== undefined) return `${item.webhook_id} ${item.event_id} try ${item.attempt}`;
+  const to = item.webhook_id ?? item.listener_id;
+  if (to !== undefined) return `${to} ${item.event_id} try ${item.attempt}`;
   return '';
 }
 
@@ -223,7 +227,7 @@ export function formatAccountCreated(account: AccountCreated): string {
 
 export function formatKeys(list: KeyList): string {
   return table(
-    ['ID', 'NAME', 'SCOPES', 'ENDS', 'LAST USED', 'REVOKED', 'CREATED'],
+    ['ID', 'NAME', 'SCOPES', 'LAST 4', 'LAST USED', 'REVOKED', 'CREATED'],
     list.data.map((key) => [
       key.id,
       key.name,

@@ -153,7 +153,7 @@ export const SETTINGS = {
     placeholder: 'path',
     defaultText: 'made at first start',
     description:
-      'PEM certificate for the HTTPS listener (with --tls-key); without it one for localhost is made and kept in the data directory',
+      "PEM certificate for the HTTPS listener (with --tls-key); without it one for localhost is made and kept in the data directory (with --memory, in a folder of the system's temporary directory)",
     schema: z.string().trim().min(1, 'must not be empty').optional(),
   },
   tlsKey: {

@@ -23,7 +23,11 @@ export function authenticate(resolveKey: KeyResolver): MiddlewareHandler<AppEnv>
   return async (c, next) => {
     const key = bearerKey(c.req.header('authorization'));
     if (key === undefined) {
-      throw new ApiError(401, 'missing_api_key', 'Send your API key as Authorization: Bearer svc_test_….');
+      throw new ApiError(
+        401,
+        'missing_api_key',
+        'Send your API key in the Authorization header: Bearer svc_test_…',
+      );
     }
     c.set('caller', await resolveKey(key));
     await next();
