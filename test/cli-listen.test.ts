@@ -215,6 +215,33 @@ describe.concurrent('listen', () => {
   );
 
   it(
+    'reports an answer holding a NUL (a gzip header has one) as the sandbox can keep it',
+    async () => {
+      const key = await newAccountAt(sandbox.origin);
+      const receiver = await startReceiver([{ status: 500, body: Buffer.from('ab\0cd') }]);
+      const listen = startListen(sandbox.origin, key, ['--forward-to', receiver.url]);
+      try {
+        const ready = await listen.waitFor('stderr', /^Ready\b.*\((lsn_\w+);/m);
+        const raised = await api('POST', '/_sandbox/events/trigger', key, { event: 'tracking.exception' });
+        await requestFor(receiver, raised.body.id);
+        // Recorded, not left `sending`: failed, with its retry on the account's clock.
+        await vi.waitFor(async () => {
+          const deliveries = (await api('GET', `/_sandbox/listeners/${ready[1]}/deliveries`, key)).body.data;
+          expect(deliveries.map((d: any) => [d.status, d.response_status, d.response_excerpt])).toEqual([
+            ['scheduled', null, null],
+            ['failed', 500, 'ab\uFFFDcd'],
+          ]);
+        });
+        expect(listen.output.stderr).not.toMatch(/refused/);
+      } finally {
+        listen.stop();
+        await receiver.close();
+      }
+    },
+    SPAWNS,
+  );
+
+  it(
     'forwards to an https URL with a self-signed certificate with --skip-verify',
     async () => {
       const key = await newAccountAt(sandbox.origin);

@@ -1,7 +1,16 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Command, InvalidArgumentError, Option } from 'commander';
+import pLimit from 'p-limit';
+import type { z } from 'zod';
+import { storableText } from '../core/text.js';
 import { EVENT_TYPES, type EventType } from '../events/schema.js';
-import type { DeliveryMessage, DeliveryOutcomeInput, ReadyMessage } from '../listeners/schema.js';
+import {
+  type DeliveryMessage,
+  DeliveryMessageSchema,
+  type DeliveryOutcomeInput,
+  type ReadyMessage,
+  ReadyMessageSchema,
+} from '../listeners/schema.js';
 import { DestinationPolicy } from '../webhooks/destinations.js';
 import { systemResolver } from '../webhooks/dns.js';
 import { CUT_OFF, sendDelivery } from '../webhooks/send.js';
@@ -81,6 +90,9 @@ const reconnectDelay = (failures: number) => Math.min(250 * 2 ** Math.max(0, fai
 /** How many answered deliveries are remembered, to answer one sent again after a reconnect. */
 const REMEMBERED = 1000;
 
+/** Forwards on the wire at once, as many as the sandbox sends to one webhook (webhooks/send-limits.ts). */
+const FORWARDS_AT_ONCE = 4;
+
 /** The session ended while the command was away, or the sandbox ended it (a reset): open another. */
 class SessionEnded extends Error {}
 
@@ -95,6 +107,7 @@ class Listener {
   /** Deliveries answered, by attempt id: one sent again is reported again, not forwarded twice. */
   private readonly answered = new Map<string, DeliveryOutcomeInput>();
   private readonly forwarding = new Set<string>();
+  private readonly forwards = pLimit(FORWARDS_AT_ONCE);
 
   constructor(
     private readonly api: SandboxApi,
@@ -165,13 +178,22 @@ class Listener {
         onBytes: alive,
         onEvent: (event, data) => {
           if (event === 'ready') {
-            this.ready = JSON.parse(data) as ReadyMessage;
-            silence = this.ready.heartbeat_ms * 2.5;
+            const ready = messageOf(ReadyMessageSchema, event, data);
+            if (!ready) return;
+            this.ready = ready;
+            silence = ready.heartbeat_ms * 2.5;
             alive();
-            if (!session.announced) say(this.readyLine(this.ready));
+            if (!session.announced) say(this.readyLine(ready));
             session.announced = true;
           } else if (event === 'delivery') {
-            void this.deliver(JSON.parse(data) as DeliveryMessage);
+            // Nothing is forwarded before the session's secret is known to sign it with.
+            const delivery = this.ready && messageOf(DeliveryMessageSchema, event, data);
+            if (delivery)
+              this.deliver(delivery).catch((error: unknown) =>
+                say(
+                  `Could not forward ${delivery.id}: ${error instanceof Error ? error.message : String(error)}`,
+                ),
+              );
           } else if (event === 'ended') {
             ended = (JSON.parse(data) as { reason: string }).reason;
             abort.abort();
@@ -194,7 +216,8 @@ class Listener {
 
   private readyLine(ready: ReadyMessage): string {
     const events = ready.events.length === EVENT_TYPES.length ? 'every event' : ready.events.join(', ');
-    const what = ready.forward_to ? `Forwarding ${events} to ${ready.forward_to}` : `Printing ${events}`;
+    const { forwardTo } = this.settings;
+    const what = forwardTo ? `Forwarding ${events} to ${forwardTo}` : `Printing ${events}`;
     return `Ready! ${what} (${ready.id}; Ctrl-C to stop); signing secret ${ready.secret}`;
   }
 
@@ -204,8 +227,9 @@ class Listener {
     if (known) return this.report(delivery, known);
     if (this.forwarding.has(delivery.id)) return;
     this.forwarding.add(delivery.id);
-    const outcome = await this.forward(delivery);
-    this.forwarding.delete(delivery.id);
+    const outcome = await this.forwards(() => this.forward(delivery)).finally(() =>
+      this.forwarding.delete(delivery.id),
+    );
     this.answered.set(delivery.id, outcome);
     if (this.answered.size > REMEMBERED) this.answered.delete(this.answered.keys().next().value as string);
     await this.report(delivery, outcome);
@@ -241,12 +265,14 @@ class Listener {
     );
     // Only a stopping sandbox cuts a send off; this command never asks to.
     const answer = result === CUT_OFF ? undefined : result;
+    // Reported as the sandbox can keep it: a NUL in the answer (a gzip header has one) is refused there.
+    const text = (value: string | null | undefined) => (value == null ? null : storableText(value));
     const outcome: DeliveryOutcomeInput = {
       response_status: answer?.responseStatus ?? null,
-      response_excerpt: answer?.responseExcerpt ?? null,
+      response_excerpt: text(answer?.responseExcerpt),
       duration_ms: answer?.durationMs ?? 0,
       error: answer ? answer.error : 'connection',
-      error_message: answer ? answer.errorMessage : 'cut off',
+      error_message: answer ? text(answer.errorMessage) : 'cut off',
     };
     this.out.item(
       {
@@ -277,9 +303,25 @@ class Listener {
     try {
       await this.api.post(path, outcome);
     } catch (error) {
-      if (!(error instanceof UnreachableError || error instanceof SandboxError)) throw error;
+      if (error instanceof SandboxError && error.status < 500)
+        say(`The sandbox refused the answer to ${delivery.id}: ${error.message}`);
+      else if (!(error instanceof UnreachableError || error instanceof SandboxError)) throw error;
     }
   }
+}
+
+/** A message of the stream as its schema says, or nothing (said on stderr) when it is not one. */
+function messageOf<T>(schema: z.ZodType<T>, event: string, data: string): T | undefined {
+  let json: unknown;
+  try {
+    json = JSON.parse(data);
+  } catch {
+    json = undefined;
+  }
+  const parsed = schema.safeParse(json);
+  if (parsed.success) return parsed.data;
+  say(`Ignored a ${event} message the sandbox sent that this command cannot read.`);
+  return undefined;
 }
 
 /** A line about the session, on stderr: stdout keeps the deliveries. */

@@ -1,7 +1,8 @@
 import pg from 'pg';
 import { isDatabaseUnavailable } from '../core/storage-errors.js';
+import { storableText } from '../core/text.js';
 import { migratePostgres } from './migrations.js';
-import { type Params, type SandboxDatabase, type Sql, storableText } from './sql.js';
+import type { Params, SandboxDatabase, Sql } from './sql.js';
 
 /** A statement's text in PostgreSQL's numbered form, and where each number's value comes from. */
 interface Numbered {

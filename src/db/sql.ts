@@ -11,6 +11,7 @@
  * resolves and rolled back when it throws.
  */
 
+import { isStorable, storableText } from '../core/text.js';
 import type { OwnedTables } from './migrations.js';
 
 export type Engine = 'sqlite' | 'postgres';
@@ -18,29 +19,13 @@ export type Engine = 'sqlite' | 'postgres';
 /** Named parameters by name (without the `@`), or positional ones in order. */
 export type Params = Readonly<Record<string, unknown>> | readonly unknown[];
 
-type UnicodeText = string & { isWellFormed(): boolean; toWellFormed(): string };
-
-/**
- * A text parameter as both engines can hold it alike. PostgreSQL's text holds no NUL (a statement
- * with one fails), and UTF-8 no lone surrogate (better-sqlite3 writes one as bytes it reads back as
- * three U+FFFD, `pg` as one): each becomes U+FFFD, on either engine, so that every read answers the
- * same. Request bodies with a NUL are refused before they get here (http/body.ts); what this mends
- * is a lone surrogate sent in a request's text, and text from elsewhere, such as the answer a
- * webhook receiver gave.
- */
-export function storableText(text: string): string {
-  return isStorable(text)
-    ? text
-    : ((text as UnicodeText).toWellFormed() as string).replaceAll('\0', '\uFFFD');
-}
-
-const isStorable = (text: string) => (text as UnicodeText).isWellFormed() && !text.includes('\0');
 const storableValue = (value: unknown) => (typeof value === 'string' ? storableText(value) : value);
 const needsMending = (value: unknown) => typeof value === 'string' && !isStorable(value);
 
 /**
- * `params` with every text made storable (`storableText`): the same object, not a copy, when none
- * needed it, as on nearly every statement.
+ * `params` with every text made storable (`core/text.ts`): what neither engine's text can hold
+ * becomes U+FFFD on both. The same object, not a copy, when none needed it, as on nearly every
+ * statement.
  */
 export function storableParams<P extends Params>(params: P): P {
   if (Array.isArray(params)) return (params.some(needsMending) ? params.map(storableValue) : params) as P;

@@ -140,7 +140,8 @@ export const DeliveryMessageSchema = z
   .object({
     id: z.string().openapi({ example: 'dlv_01JD…', description: 'the attempt; the same when sent again' }),
     listener_id: idSchema('lsn'),
-    event_id: z.string(),
+    // Checked by the command, which sends it on as a header (`Service-Event-Id`).
+    event_id: z.string().regex(/^evt_[0-9A-Za-z_-]+$/),
     event: z.enum(EVENT_TYPES),
     attempt: z
       .number()
