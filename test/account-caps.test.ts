@@ -3,8 +3,8 @@ import { eachYielding } from '../src/core/yielding.js';
 import { createTestSandbox, expectError, type TestSandbox } from './helpers.js';
 
 /**
- * The caps of a shared deployment: at most 100 webhooks, 100 fault rules in play and 100 active keys
- * an account, held under concurrent creations on either engine. One sandbox for the file; each test
+ * The caps of a shared deployment: at most 100 webhooks, 100 fault rules in play, 100 active keys and
+ * 20 open listen sessions an account, held under concurrent creations on either engine. One sandbox for the file; each test
  * makes accounts of its own.
  */
 let sandbox: TestSandbox;
@@ -197,6 +197,27 @@ describe('at most 100 active keys an account', () => {
     const made = racing.find((answer) => answer.status === 201)?.json;
     expect((await sandbox.call('DELETE', `/_sandbox/keys/${made.id}`, { key })).status).toBe(200);
     expect((await sandbox.call('POST', '/_sandbox/keys', { key, body: newKey(301) })).status).toBe(201);
+  });
+});
+
+describe('at most 20 open listen sessions an account', () => {
+  it('refuses the 21st, and races hold; sessions that end (a reset ends them all) make room', async () => {
+    const key = await sandbox.newAccount();
+    await fill(key, '/_sandbox/listeners', () => ({}), 18);
+    const racing = await Promise.all(
+      Array.from({ length: 4 }, () => sandbox.call('POST', '/_sandbox/listeners', { key, body: {} })),
+    );
+    expect(racing.map((answer) => answer.status).sort()).toEqual([201, 201, 422, 422]);
+    const refused = expectError(
+      await sandbox.call('POST', '/_sandbox/listeners', { key, body: {} }),
+      422,
+      'limit_reached',
+    );
+    expect(refused.message).toBe(
+      'An account has at most 20 open listen sessions; stop the command of one first (its session ends 10 seconds after it disconnects). This one has 20.',
+    );
+    expect((await sandbox.call('POST', '/_sandbox/reset', { key })).status).toBe(200);
+    expect((await sandbox.call('POST', '/_sandbox/listeners', { key, body: {} })).status).toBe(201);
   });
 });
 

@@ -10,6 +10,12 @@ export const ACCOUNT_CAPS = {
   webhooks: { max: 100, what: 'webhooks', wayOut: 'delete one first' },
   faultRules: { max: 100, what: 'fault rules in play', wayOut: 'delete one first' },
   activeKeys: { max: 100, what: 'active keys', wayOut: 'revoke one first' },
+  // Each open session takes a copy of every event the account raises.
+  listenSessions: {
+    max: 20,
+    what: 'open listen sessions',
+    wayOut: 'stop the command of one first (its session ends 10 seconds after it disconnects)',
+  },
 } as const satisfies Record<string, AccountCap>;
 
 export interface AccountCap {

@@ -1,9 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { StringDecoder } from 'node:string_decoder';
 import type { Actor } from '../core/actor.js';
+import { ACCOUNT_CAPS, ensureUnderCap } from '../core/caps.js';
 import { ApiError, invalidField, notFound } from '../core/errors.js';
 import { newId } from '../core/ids.js';
 import { formatTimestamp } from '../core/time.js';
+import { holdAccount } from '../db/account-lock.js';
 import type { Sql } from '../db/sql.js';
 import { EVENT_TYPES } from '../events/schema.js';
 import type { RecordedEvent } from '../events/store.js';
@@ -66,7 +68,11 @@ export class ListenerService {
       events: input.events ?? [...EVENT_TYPES],
       connectedAt: caller.now,
     };
-    await this.deps.db.transaction((tx) => this.deps.store.insertSession(tx, session, this.deps.realNow()));
+    await this.deps.db.transaction(async (tx) => {
+      await holdAccount(tx, caller.accountId);
+      ensureUnderCap((await this.deps.store.open(tx, caller.accountId)).length, ACCOUNT_CAPS.listenSessions);
+      await this.deps.store.insertSession(tx, session, this.deps.realNow());
+    });
     return (await this.deps.store.find(this.deps.db, caller.accountId, session.id)) as SessionRecord;
   }
 
