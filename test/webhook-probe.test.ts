@@ -70,6 +70,9 @@ describe('POST /_sandbox/webhooks/:id/probe', () => {
       ]),
     );
     expect(log).toHaveLength(2);
+    // Each one's request as it was sent, its header included.
+    const sent = await sandbox.call('GET', `/_sandbox/deliveries/${probe.json.genuine.delivery_id}`);
+    expect(sent.json.request.headers['service-probe']).toBe('true');
 
     // The test events went to the probed webhook alone, now and later.
     await sandbox.call('POST', '/_sandbox/clock/advance', { body: { by: '1h' } });

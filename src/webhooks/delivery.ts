@@ -131,7 +131,12 @@ export class WebhookDelivery implements DueQueue {
     const sent = await this.deps.store.sentRequest(this.deps.db, attempt.id);
     const body = sent && (await this.deps.eventBody(attempt.eventId));
     if (!sent || body === undefined) return null;
-    const request = { body, eventId: attempt.eventId, attempt: attempt.attempt };
+    const request = {
+      body,
+      eventId: attempt.eventId,
+      attempt: attempt.attempt,
+      probe: attempt.probe !== null,
+    };
     return {
       method: 'POST',
       url: sent.url,
