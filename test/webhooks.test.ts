@@ -1,3 +1,4 @@
+import { lookup } from 'node:dns/promises';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,6 +9,7 @@ import { openDatabase } from '../src/db/database.js';
 import { postgresDatabase } from '../src/db/postgres.js';
 import { sqliteDatabase } from '../src/db/sqlite.js';
 import { loadScenarios, scenarioDirectories } from '../src/scenarios/files.js';
+import { systemResolver } from '../src/webhooks/dns.js';
 import { signatureHeader } from '../src/webhooks/signature.js';
 import { createSandbox } from '../src/wiring.js';
 import { newPostgresSchema, TEST_ENGINE } from './databases.js';
@@ -292,6 +294,21 @@ describe('delivery', () => {
     const signature = request!.headers['service-signature'] as string;
     // The merchant's own code verifies with the secret it sent.
     expect(await verify(secret, request!.body.toString('utf8'), signature)).toBe(true);
+  });
+
+  it('delivers to a name under localhost as to localhost, never asking DNS', async () => {
+    const sandbox = await frozen();
+    const target = await receiver();
+    const url = target.url.replace('127.0.0.1', 'hooks.localhost');
+    const response = await sandbox.call('POST', '/v1/webhooks', {
+      body: { url, events: ['shipment.created'], secret: SECRET },
+    });
+    expect(response.status).toBe(201);
+    await sandbox.newShipment();
+    await advance(sandbox, 0);
+    expect(target.requests).toHaveLength(1);
+    expect(target.requests[0]!.headers.host).toBe(new URL(url).host);
+    expect(await systemResolver('Hooks.LOCALHOST.')).toEqual(await lookup('localhost', { all: true }));
   });
 
   it('sends only the events a webhook subscribes to, and keeps accounts apart', async () => {

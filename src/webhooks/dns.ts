@@ -3,8 +3,13 @@ import pLimit from 'p-limit';
 import type { ResolveHost } from './send.js';
 import { KeyedShares } from './shares.js';
 
-/** The system's resolver (`/etc/hosts`, then DNS): every address, in the order the system prefers. */
-export const systemResolver: ResolveHost = (hostname) => lookup(hostname, { all: true });
+/**
+ * The system's resolver (`/etc/hosts`, then DNS): every address, in the order the system prefers. A
+ * name under `localhost` is answered as `localhost` itself (RFC 6761, as browsers and curl do), never
+ * asked of DNS: the sandbox takes `http://hooks.localhost` as a loopback receiver, so it must be one.
+ */
+export const systemResolver: ResolveHost = (hostname) =>
+  lookup(/\.localhost\.?$/i.test(hostname) ? 'localhost' : hostname, { all: true });
 
 /**
  * Host name lookups at once. Each lookup through the system resolver occupies one of libuv's four
