@@ -104,9 +104,7 @@ export const routeNotFound: NotFoundHandler = (c) =>
       404,
       'route_not_found',
       `No route ${c.req.method} ${c.req.path}. ${
-        c.req.path.startsWith('/v1/')
-          ? 'The API reference at /docs (and /openapi.json) lists every route.'
-          : 'Every API route is under /v1.'
-      }`,
+        c.req.path.startsWith('/v1/') ? 'The API reference' : 'Every API route is under /v1; the reference'
+      } at /docs (and /openapi.json) lists every route.`,
     ),
   );
