@@ -451,6 +451,17 @@ describe('delivery', () => {
     expect((await attemptsOf(sandbox, hook.id)).map((a) => a.status)).toEqual(['succeeded', 'failed']);
   });
 
+  it('answers an advance whose send hangs once a stopping sandbox cuts it off, so the stop ends', async () => {
+    const sandbox = await frozen();
+    const target = await receiver(['hang']);
+    await register(sandbox, target.url);
+    await sandbox.newShipment();
+    const advancing = advance(sandbox, 0);
+    await target.nextRequest();
+    await sandbox.stop();
+    expect((await advancing).status).toBe(200);
+  });
+
   it('counts a refused connection as a connection error', async () => {
     const sandbox = await frozen();
     const hook = await register(sandbox, await closedPortUrl());

@@ -115,7 +115,13 @@ export class WebhookDelivery implements DueQueue {
     const { db, store } = this.deps;
     await this.dispatcher.settled(accountId);
     if (db.engine === 'sqlite') return;
-    for (let pause = 5; (await store.sendingCount(db, accountId)) > 0; pause = Math.min(pause * 2, 100)) {
+    // A stopping sandbox leaves its cut-off sends `sending` for the next start: waiting on them would
+    // hold the advance, and so the stop, for good.
+    for (
+      let pause = 5;
+      !this.dispatcher.stopping && (await store.sendingCount(db, accountId)) > 0;
+      pause = Math.min(pause * 2, 100)
+    ) {
       await this.takeOverAbandoned(undefined, accountId);
       await this.dispatcher.settled(accountId);
       await new Promise((resolve) => setTimeout(resolve, pause));

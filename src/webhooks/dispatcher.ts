@@ -77,6 +77,11 @@ export class DeliveryDispatcher {
     return this.track(attempt.accountId, this.send(attempt, webhook, sentAt, options));
   }
 
+  /** Whether the sandbox is stopping: what is still `sending` then waits for the next start. */
+  get stopping(): boolean {
+    return this.stopped;
+  }
+
   /** Resolves once every send of the account that is on the wire now has its outcome written. */
   async settled(accountId: string): Promise<void> {
     for (let sends = this.inFlight.get(accountId); sends?.size; sends = this.inFlight.get(accountId)) {
