@@ -417,6 +417,20 @@ describe('delivery', () => {
     );
   });
 
+  it('fails a webhook, and writes its e-mail, once when several sends fail for good at once', async () => {
+    const sandbox = await frozen();
+    expect(
+      (await sandbox.call('POST', '/_sandbox/account', { body: { webhook_retry_schedule: [] } })).status,
+    ).toBe(200);
+    const target = await receiver([503]);
+    const hook = await register(sandbox, target.url);
+    for (let i = 0; i < 6; i++) await sandbox.newShipment();
+    await advance(sandbox, 0);
+    expect(target.requests.length).toBeGreaterThan(1);
+    expect((await sandbox.call('GET', `/v1/webhooks/${hook.id}`)).json.status).toBe('failed');
+    expect((await sandbox.call('GET', '/_sandbox/emails')).json.data).toHaveLength(1);
+  });
+
   it('counts a receiver that does not answer in time as a timeout', async () => {
     const sandbox = await frozen({ webhookTimeoutMs: 150 });
     const target = await receiver(['hang']);

@@ -102,7 +102,8 @@ export class WebhookOutbox {
     at: number,
   ): Promise<void> {
     const { store, logger } = this.deps;
-    await store.save(tx, { ...webhook, status: 'failed' });
+    // Two sends failing for good at once (on two replicas) fail the webhook, and write its e-mail, once.
+    if (!(await store.failActive(tx, webhook.id))) return;
     await store.cancelPending(tx, webhook.id, 'the webhook was marked failed');
     await store.insertEmail(tx, {
       id: newId('eml', at),

@@ -134,6 +134,8 @@ const SQL = {
     VALUES (@id, @accountId, @url, @events, @secret, @status, @createdAt)`,
   updateWebhook:
     'UPDATE webhooks SET url = @url, events = @events, secret = @secret, status = @status WHERE id = @id',
+  // Over PostgreSQL a second writer waits for the first's row, then finds it failed already.
+  failActive: "UPDATE webhooks SET status = 'failed' WHERE id = ? AND status = 'active'",
   selectWebhook: 'SELECT * FROM webhooks WHERE id = ? AND account_id = ? AND deleted_at IS NULL',
   // Among webhooks made at the same instant, the later first: SQLite's rowid, PostgreSQL's seq.
   selectWebhooks: {
@@ -218,6 +220,11 @@ export class WebhookStore {
 
   async save(tx: Sql, webhook: WebhookRecord): Promise<void> {
     await tx.run(SQL.updateWebhook, { ...webhook, events: JSON.stringify(webhook.events) });
+  }
+
+  /** Marks an active webhook failed; false when it was not active (another send's failure got there first). */
+  async failActive(tx: Sql, id: string): Promise<boolean> {
+    return (await tx.run(SQL.failActive, [id])) > 0;
   }
 
   /**
