@@ -85,8 +85,12 @@ describe.concurrent('listen', () => {
     "forwards the account's events, signed, as webhook deliveries, and retries a failure on the clock",
     async () => {
       const [key, other] = await Promise.all([newAccountAt(sandbox.origin), newAccountAt(sandbox.origin)]);
-      // A frozen clock: the rate limit's minute does not roll over while the test counts.
+      // A frozen clock at the start of a minute: a frozen clock's window also ends once the real time it
+      // had left has passed, so the rate limit's minute does not roll over while the test counts.
       await api('POST', '/_sandbox/clock', key, { frozen: true });
+      const { now } = (await api('GET', '/_sandbox/clock', key)).body;
+      const nextMinute = Math.floor(Date.parse(now) / 60_000) * 60_000 + 60_000;
+      await api('POST', '/_sandbox/clock/advance', key, { to: new Date(nextMinute).toISOString() });
       const receiver = await startReceiver([200]);
       // The sandbox itself may not send there.
       const refused = await api('POST', '/v1/webhooks', key, {

@@ -71,6 +71,11 @@ describe('GET /_sandbox/requests/stream on a running sandbox', () => {
           await fetch(`${sandbox.origin}/v1/shipments`, { headers: { authorization: `Bearer ${key}` } })
         ).headers.get('x-ratelimit-remaining'),
       );
+    // A frozen clock at the start of a minute: the rate limit's window cannot roll over between the reads.
+    await api('POST', '/_sandbox/clock', key, { frozen: true });
+    const { now } = (await api('GET', '/_sandbox/clock', key)).body;
+    const nextMinute = Math.floor(Date.parse(now) / 60_000) * 60_000 + 60_000;
+    await api('POST', '/_sandbox/clock/advance', key, { to: new Date(nextMinute).toISOString() });
     const before = await remaining();
     const streams = await Promise.all(
       [1, 2, 3].map(() => openStream(`${sandbox.origin}/_sandbox/requests/stream`, key)),
