@@ -453,6 +453,18 @@ describe('what the report keeps of requests', () => {
     expect(retries.summary).toContain(retries.evidence[1]?.id);
   });
 
+  it('judges a retry that arrived in the millisecond its 429 was answered, not one already on its way', () => {
+    const request = journaledRequests();
+    const account = new AccountObservations();
+    noteRequest(account, request({ status: 429, retryAfter: 1, wallAt: 10, answeredWallAt: 12 }));
+    // Sent before the 429 was answered: not judged.
+    noteRequest(account, request({ status: 429, retryAfter: 1, wallAt: 11, answeredWallAt: 13 }));
+    expect(account.earlyAfter429.count).toBe(0);
+    // Sent once it was, within the same millisecond over loopback: early.
+    noteRequest(account, request({ status: 429, retryAfter: 1, wallAt: 13, answeredWallAt: 13 }));
+    expect(account.earlyAfter429.count).toBe(1);
+  });
+
   it('stays bounded per account whatever the client sends', () => {
     const observations = new ClientObservations(() => 0);
     const request = journaledRequests();

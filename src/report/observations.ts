@@ -226,11 +226,13 @@ function setBounded<K, V>(map: Map<K, V>, key: K, value: V, limit: number): void
 /**
  * `respects_retry_after`: a 429 with `Retry-After` waits for the next call of the same key that
  * arrived after the 429 was answered (calls already on their way are not judged); that call was
- * early if less real time than `Retry-After` had passed.
+ * early if less real time than `Retry-After` had passed. The times are whole milliseconds, and over
+ * loopback a client's retry can arrive in the very millisecond its 429 was answered: that counts as
+ * after (a strict comparison left such a careless client unjudged, now and then).
  */
 function noteRetryAfter(account: AccountObservations, request: JournaledRequest): void {
   const refused = account.pending429s.get(request.keyId);
-  if (refused && request.wallAt > refused.answeredWallAt) {
+  if (refused && refused !== request && request.wallAt >= refused.answeredWallAt) {
     account.pending429s.delete(request.keyId);
     const waitedMs = request.wallAt - refused.answeredWallAt;
     const early = waitedMs < (refused.retryAfter ?? 0) * 1000;
