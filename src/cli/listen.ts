@@ -8,6 +8,7 @@ import {
   type DeliveryMessage,
   DeliveryMessageSchema,
   type DeliveryOutcomeInput,
+  EndedMessageSchema,
   type ReadyMessage,
   ReadyMessageSchema,
 } from '../listeners/schema.js';
@@ -195,7 +196,7 @@ class Listener {
                 ),
               );
           } else if (event === 'ended') {
-            ended = (JSON.parse(data) as { reason: string }).reason;
+            ended = messageOf(EndedMessageSchema, event, data)?.reason ?? 'the sandbox ended it';
             abort.abort();
           }
         },

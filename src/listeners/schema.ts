@@ -152,6 +152,9 @@ export const DeliveryMessageSchema = z
   })
   .openapi('ListenerDeliveryMessage');
 
+/** `event: ended`: why the sandbox ended the session under the stream (a reset). */
+export const EndedMessageSchema = z.object({ reason: z.string() });
+
 export type OpenListenerInput = z.infer<typeof OpenListenerSchema>;
 export type DeliveryOutcomeInput = z.infer<typeof DeliveryOutcomeSchema>;
 export type ReadyMessage = z.infer<typeof ReadyMessageSchema>;

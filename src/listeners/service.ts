@@ -70,7 +70,7 @@ export class ListenerService {
     };
     await this.deps.db.transaction(async (tx) => {
       await holdAccount(tx, caller.accountId);
-      ensureUnderCap((await this.deps.store.open(tx, caller.accountId)).length, ACCOUNT_CAPS.listenSessions);
+      ensureUnderCap(await this.deps.store.openCount(tx, caller.accountId), ACCOUNT_CAPS.listenSessions);
       await this.deps.store.insertSession(tx, session, this.deps.realNow());
     });
     return (await this.deps.store.find(this.deps.db, caller.accountId, session.id)) as SessionRecord;

@@ -129,6 +129,7 @@ const SQL = {
     VALUES (@id, @accountId, @forwardTo, @events, @connectedAt, @now, @now)`,
   selectSession: 'SELECT * FROM listener_sessions WHERE id = ? AND account_id = ?',
   selectOpen: 'SELECT * FROM listener_sessions WHERE account_id = ? AND ended_at IS NULL ORDER BY seq DESC',
+  countOpen: 'SELECT count(*) FROM listener_sessions WHERE account_id = ? AND ended_at IS NULL',
   attach: `UPDATE listener_sessions SET holder = @holder, seen_at = @now, closed_at = NULL
     WHERE id = @id AND account_id = @accountId AND ended_at IS NULL`,
   detach: 'UPDATE listener_sessions SET holder = NULL, closed_at = @now WHERE id = @id AND holder = @holder',
@@ -207,6 +208,11 @@ export class ListenerStore {
   /** The account's sessions that have not ended, newest first. */
   async open(q: Sql, accountId: string): Promise<SessionRecord[]> {
     return (await q.all<SessionRow>(SQL.selectOpen, [accountId])).map(toSession);
+  }
+
+  /** How many of the account's sessions have not ended (its cap, core/caps.ts). */
+  async openCount(q: Sql, accountId: string): Promise<number> {
+    return Number(await q.value<number | string>(SQL.countOpen, [accountId]));
   }
 
   /** Sessions by id (those that still exist), whichever account they belong to. */

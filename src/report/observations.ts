@@ -232,7 +232,7 @@ function setBounded<K, V>(map: Map<K, V>, key: K, value: V, limit: number): void
  */
 function noteRetryAfter(account: AccountObservations, request: JournaledRequest): void {
   const refused = account.pending429s.get(request.keyId);
-  if (refused && refused !== request && request.wallAt >= refused.answeredWallAt) {
+  if (refused && request.wallAt >= refused.answeredWallAt) {
     account.pending429s.delete(request.keyId);
     const waitedMs = request.wallAt - refused.answeredWallAt;
     const early = waitedMs < (refused.retryAfter ?? 0) * 1000;

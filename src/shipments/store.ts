@@ -1,6 +1,7 @@
 import type { Address, Parcel } from '../addresses/schema.js';
 import { type JsonText, toJsonText } from '../core/json.js';
 import type { PagePosition } from '../core/paging.js';
+import { storableText } from '../core/text.js';
 import { formatTimestamp } from '../core/time.js';
 import { accountKeyOf } from '../db/account-keys.js';
 import { afterParams, afterPlace, newestFirst } from '../db/paging.js';
@@ -353,9 +354,8 @@ export class ShipmentStore {
 }
 
 /**
- * A reference as the database holds it: a lone surrogate, which UTF-8 cannot hold, as U+FFFD, the
- * character both engines store in its place. Reads have always answered the reference as stored, so
- * the stored JSON says the same.
+ * A reference as the database holds it (`storableText`: a lone surrogate as U+FFFD). Reads have always
+ * answered the reference as stored, so the stored JSON, which keeps a lone surrogate as an escape, is
+ * made to say the same.
  */
-const wellFormed = (text: string | null): string | null =>
-  text === null ? null : (text as string & { toWellFormed(): string }).toWellFormed();
+const wellFormed = (text: string | null): string | null => (text === null ? null : storableText(text));
