@@ -191,12 +191,16 @@ export async function createSandbox(parts: SandboxParts) {
   /**
    * `POST /_sandbox/reset`: the account as if new (no shipments, labels, events, webhooks, deliveries,
    * faults or e-mails, its clock back at real time) but with its keys, plan and settings. Each module
-   * clears what it owns, dependents first, in one transaction; other accounts are untouched.
+   * clears what it owns, dependents first, in one transaction; other accounts are untouched. It
+   * takes the account's turn, as a clock advance and the background timer do (on every replica): a
+   * reset deleting the jobs an advance is running would deadlock with it in PostgreSQL.
    */
   function resetAccount(accountId: string): Promise<void> {
-    return db.transaction(async (tx) => {
-      for (const module of [...modules].reverse()) await module.reset?.(tx, accountId);
-    });
+    return scheduler.withAccountLock(accountId, () =>
+      db.transaction(async (tx) => {
+        for (const module of [...modules].reverse()) await module.reset?.(tx, accountId);
+      }),
+    );
   }
 
   const accounts = ports.accounts.service;

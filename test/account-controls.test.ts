@@ -308,4 +308,22 @@ describe('/_sandbox/reset', () => {
       await receiver.close();
     }
   });
+  it('waits for an advance of the account in progress, and an advance waits for it', async () => {
+    const sandbox = await createTestSandbox();
+    await sandbox.call('POST', '/_sandbox/clock', { body: { frozen: true } });
+    for (let round = 0; round < 3; round++) {
+      // Each label plans its tracking steps: the advance runs them while the reset deletes them.
+      for (let i = 0; i < 8; i++) {
+        const shipment = await sandbox.newShipment();
+        await sandbox.call('POST', '/v1/labels', { body: { shipment_id: shipment.id } });
+      }
+      const [advanced, reset] = await Promise.all([
+        sandbox.call('POST', '/_sandbox/clock/advance', { body: { by: '30d' } }),
+        sandbox.call('POST', '/_sandbox/reset'),
+      ]);
+      expect([advanced.status, advanced.json]).toEqual([200, expect.anything()]);
+      expect(reset.json).toEqual({ reset: true });
+      expect((await sandbox.call('GET', '/v1/shipments')).json.meta.total).toBe(0);
+    }
+  });
 });
