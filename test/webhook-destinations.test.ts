@@ -508,7 +508,12 @@ describe('the delivery log keeps refused destinations across an upgrade', () => 
       expect(db.prepare('SELECT * FROM webhook_attempts ORDER BY seq').all()).toEqual(
         before.map((row) => expect.objectContaining(row as object)),
       );
-      expect(indexes(db)).toEqual(indexesBefore);
+      // Every index as it was, and the one a later migration adds.
+      const indexesAfter = indexes(db) as { name: string }[];
+      expect(indexesAfter.filter((index) => index.name !== 'webhook_attempts_due_by_webhook')).toEqual(
+        indexesBefore,
+      );
+      expect(indexesAfter.map((index) => index.name)).toContain('webhook_attempts_due_by_webhook');
       expect(indexesBefore.map((index: any) => index.name)).toEqual(
         expect.arrayContaining([
           'webhook_attempts_by_event',

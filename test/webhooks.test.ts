@@ -476,6 +476,39 @@ describe('delivery', () => {
     expect((await advancing).status).toBe(200);
   });
 
+  it("holds 16 sends of a webhook whose receiver hangs, leaving the rest due, and the account's others go on", async () => {
+    const EVENTS = 40;
+    // Long enough that nothing times out while the test runs.
+    const sandbox = await frozen({ webhookTimeoutMs: 120_000 });
+    const stuck = await receiver(['hang']);
+    const healthy = await receiver([204]);
+    const stuckHook = await register(sandbox, stuck.url);
+    const healthyHook = await register(sandbox, healthy.url);
+    for (let i = 0; i < EVENTS; i++) await sandbox.newShipment();
+    const reached = async (target: typeof healthy, count: number) => {
+      while (target.requests.length < count) await target.nextRequest();
+    };
+    const statuses = async (webhookId: string) =>
+      (await attemptsOf(sandbox, webhookId)).reduce<Record<string, number>>((counts, { status }) => {
+        counts[status] = (counts[status] ?? 0) + 1;
+        return counts;
+      }, {});
+
+    const advancing = advance(sandbox, 0);
+    // Every healthy delivery goes out while the stuck receiver holds its four.
+    await Promise.all([reached(stuck, 4), reached(healthy, EVENTS)]);
+    expect(await statuses(stuckHook.id)).toEqual({ sending: 16, scheduled: EVENTS - 16 });
+    expect(stuck.requests).toHaveLength(4);
+
+    // Once it answers, the advance sends the rest and ends.
+    stuck.reply([200]);
+    stuck.release();
+    expect((await advancing).status).toBe(200);
+    expect(stuck.requests).toHaveLength(EVENTS);
+    expect(await statuses(stuckHook.id)).toEqual({ succeeded: EVENTS });
+    expect(await statuses(healthyHook.id)).toEqual({ succeeded: EVENTS });
+  });
+
   it('counts a refused connection as a connection error', async () => {
     const sandbox = await frozen();
     const hook = await register(sandbox, await closedPortUrl());

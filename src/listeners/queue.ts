@@ -62,13 +62,14 @@ export class ListenerQueue implements DueQueue {
    * Resolves once no command that holds a session of the account owes an answer, or once a forward
    * would have timed out: a command that went silent does not hold an advance up for longer.
    */
-  async settled(accountId: string): Promise<void> {
+  async settled(accountId: string): Promise<boolean> {
     const { db, store, nextAnswer, timeoutMs } = this.deps;
     const deadline = performance.now() + timeoutMs + ANSWER_MARGIN_MS;
     while (performance.now() < deadline && (await store.awaitsAnswer(db, accountId))) {
       // An answer posted to another process is seen by looking again.
       await nextAnswer(accountId, ANSWER_POLL_MS);
     }
+    return true;
   }
 
   /**

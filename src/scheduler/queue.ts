@@ -90,10 +90,12 @@ export interface DueQueue {
   /** The account's earliest item due at or before `until`. */
   nextDue(accountId: string, until: number): Promise<DueItem | undefined>;
   /**
-   * Resolves once the account's work handed off by `run` (a send on the wire) has its outcome
-   * written. An advance waits for it, then runs whatever that scheduled within its range.
+   * Waits for the account's work handed off by `run` (a send on the wire) to have its outcome
+   * written: true once all of it has. An advance waits for it, then runs whatever that scheduled
+   * within its range. False sooner when due work that had to wait for some of it (a webhook holding
+   * as many sends as it may) can run now: the advance runs it, then waits again.
    */
-  settled?(accountId: string): Promise<void>;
+  settled?(accountId: string): Promise<boolean>;
   /** The account's first `limit` items not yet run, soonest first (`GET /_sandbox/clock/due`). */
   upcoming?(accountId: string, limit: number): Promise<UpcomingItem[]>;
 }

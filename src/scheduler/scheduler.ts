@@ -226,10 +226,10 @@ export class Scheduler {
         else await new Promise((resolve) => setTimeout(resolve, 5));
       }
       if (!options.settle) break;
-      await Promise.all(this.queues.map((queue) => queue.settled?.(accountId)));
+      const settled = await Promise.all(this.queues.map((queue) => queue.settled?.(accountId) ?? true));
       // Outcomes of those sends that could not be written at once come first.
       await this.unwritten.writeAll(accountId);
-      if (!(await this.nextDue(accountId, until))) break;
+      if (settled.every(Boolean) && !(await this.nextDue(accountId, until))) break;
     }
     await purgeFinishedIfPossible(this.db, this.store, accountId, until);
     await options.afterwards?.();

@@ -81,8 +81,24 @@ export class WebhookDelivery implements DueQueue {
     return this.outbox.fanOut(tx, event);
   }
 
-  earliestDue(): Promise<{ accountId: string; dueAt: number }[]> {
-    return this.deps.store.earliestDue(this.deps.db);
+  /**
+   * Over the webhooks whose sends are held up (dispatcher.ts), the account's earliest due attempt of
+   * another webhook: the timer does not wake for work this process would not take.
+   */
+  async earliestDue(): Promise<{ accountId: string; dueAt: number }[]> {
+    const { db, store } = this.deps;
+    const due = await store.earliestDue(db);
+    const heldUp = this.dispatcher.heldUp();
+    if (heldUp.size === 0) return due;
+    const planned = await Promise.all(
+      due.map(async (entry) => {
+        const skipped = heldUp.get(entry.accountId);
+        if (!skipped) return entry;
+        const next = await store.nextDueSkipping(db, entry.accountId, Number.MAX_SAFE_INTEGER, skipped);
+        return next && { accountId: entry.accountId, dueAt: next.scheduledAt };
+      }),
+    );
+    return planned.filter((entry) => entry !== undefined);
   }
 
   async upcoming(accountId: string, limit: number): Promise<UpcomingItem[]> {
@@ -100,21 +116,28 @@ export class WebhookDelivery implements DueQueue {
     }));
   }
 
+  /** Attempts of a webhook whose sends are held up wait (an advance waits for those sends, then goes on). */
   async nextDue(accountId: string, until: number): Promise<DueItem | undefined> {
-    const attempt = await this.deps.store.nextDue(this.deps.db, accountId, until);
+    const { db, store } = this.deps;
+    const skipped = this.dispatcher.heldUp().get(accountId);
+    const attempt =
+      skipped === undefined
+        ? await store.nextDue(db, accountId, until)
+        : await store.nextDueSkipping(db, accountId, until, skipped);
     return (
       attempt && { dueAt: attempt.scheduledAt, order: attempt.seq, run: () => this.startSending(attempt) }
     );
   }
 
   /**
-   * Resolves once every send of the account that is on the wire now has its outcome written, by
-   * this replica or any other; a send whose replica died is taken over and waited for too.
+   * True once every send of the account that is on the wire now has its outcome written, by this
+   * replica or any other; a send whose replica died is taken over and waited for too. False sooner
+   * when a webhook of the account that held as many sends as it may has room for the next.
    */
-  async settled(accountId: string): Promise<void> {
+  async settled(accountId: string): Promise<boolean> {
     const { db, store } = this.deps;
-    await this.dispatcher.settled(accountId);
-    if (db.engine === 'sqlite') return;
+    if (!(await this.dispatcher.settled(accountId))) return false;
+    if (db.engine === 'sqlite') return true;
     // A stopping sandbox leaves its cut-off sends `sending` for the next start: waiting on them would
     // hold the advance, and so the stop, for good.
     for (
@@ -123,9 +146,10 @@ export class WebhookDelivery implements DueQueue {
       pause = Math.min(pause * 2, 100)
     ) {
       await this.takeOverAbandoned(undefined, accountId);
-      await this.dispatcher.settled(accountId);
+      if (!(await this.dispatcher.settled(accountId))) return false;
       await new Promise((resolve) => setTimeout(resolve, pause));
     }
+    return true;
   }
 
   /**

@@ -14,6 +14,14 @@ import type { AttemptRecord, WebhookRecord } from './store.js';
 /** How long past its timeout a send still counts against the shares of sends on the wire. */
 const SLOT_MARGIN_MS = 5_000;
 
+/**
+ * The sends of one webhook this process holds at once, on the wire or waiting for a slot: four times
+ * its share of the wire (send-limits.ts), enough to keep that share busy. Its other due attempts stay
+ * `scheduled` in the database, which is the queue, and are taken as its sends end. Without a bound, a
+ * receiver that hangs while thousands of events fall due would have them all held in memory.
+ */
+export const SENDS_HELD_PER_WEBHOOK = 16;
+
 export interface DeliveryDispatcherDeps {
   db: Sql;
   scheduler: Scheduler;
@@ -47,6 +55,10 @@ export class DeliveryDispatcher {
   private readonly limits: SendLimits;
   private readonly resolver: SharedResolver;
   private readonly inFlight = new Map<string, Set<Promise<unknown>>>();
+  /** By webhook: its account and how many of its sends this process holds. */
+  private readonly held = new Map<string, { accountId: string; sends: number }>();
+  /** By account: advances waiting for a held-up webhook of it to have room. */
+  private readonly roomWaiters = new Map<string, (() => void)[]>();
   /** Set when the sandbox stops: sends still waiting for a slot stay `sending` and go out after the next start. */
   private stopped = false;
   /** Aborted when a stopping sandbox stops waiting for the sends on the wire. */
@@ -74,7 +86,41 @@ export class DeliveryDispatcher {
     sentAt: number,
     options = { manual: false },
   ): Promise<unknown> {
-    return this.track(attempt.accountId, this.send(attempt, webhook, sentAt, options));
+    this.hold(attempt);
+    const send = this.send(attempt, webhook, sentAt, options).finally(() => this.letGo(attempt));
+    return this.track(attempt.accountId, send);
+  }
+
+  /**
+   * By account, the webhooks that hold `SENDS_HELD_PER_WEBHOOK` sends: their due attempts wait in the
+   * database until one of those sends ends.
+   */
+  heldUp(): Map<string, Set<string>> {
+    const byAccount = new Map<string, Set<string>>();
+    for (const [webhookId, held] of this.held) {
+      if (held.sends < SENDS_HELD_PER_WEBHOOK) continue;
+      const webhooks = byAccount.get(held.accountId) ?? new Set();
+      byAccount.set(held.accountId, webhooks.add(webhookId));
+    }
+    return byAccount;
+  }
+
+  private hold(attempt: AttemptRecord): void {
+    const held = this.held.get(attempt.webhookId);
+    if (held) held.sends++;
+    else this.held.set(attempt.webhookId, { accountId: attempt.accountId, sends: 1 });
+  }
+
+  private letGo(attempt: AttemptRecord): void {
+    const held = this.held.get(attempt.webhookId);
+    if (!held) return;
+    held.sends--;
+    if (held.sends === 0) this.held.delete(attempt.webhookId);
+    if (held.sends !== SENDS_HELD_PER_WEBHOOK - 1) return;
+    // The webhook had to wait: what fell due for it meanwhile can be taken now.
+    for (const wake of this.roomWaiters.get(held.accountId) ?? []) wake();
+    this.roomWaiters.delete(held.accountId);
+    this.deps.scheduler.wake();
   }
 
   /** Whether the sandbox is stopping: what is still `sending` then waits for the next start. */
@@ -82,11 +128,25 @@ export class DeliveryDispatcher {
     return this.stopped;
   }
 
-  /** Resolves once every send of the account that is on the wire now has its outcome written. */
-  async settled(accountId: string): Promise<void> {
+  /**
+   * True once every send of the account that is on the wire now has its outcome written; false as
+   * soon as one of its webhooks that held as many sends as it may has room for the next.
+   */
+  async settled(accountId: string): Promise<boolean> {
     for (let sends = this.inFlight.get(accountId); sends?.size; sends = this.inFlight.get(accountId)) {
-      await Promise.allSettled([...sends]);
+      const all = Promise.allSettled([...sends]).then(() => true);
+      if (!this.heldUp().has(accountId)) await all;
+      else if (!(await Promise.race([all, this.room(accountId)]))) return false;
     }
+    return true;
+  }
+
+  /** Resolves with false once a held-up webhook of the account has room (see `letGo`). */
+  private room(accountId: string): Promise<false> {
+    return new Promise((resolve) => {
+      const waiting = this.roomWaiters.get(accountId) ?? [];
+      this.roomWaiters.set(accountId, [...waiting, () => resolve(false)]);
+    });
   }
 
   /**

@@ -67,6 +67,8 @@ export const WEBHOOKS_MIGRATIONS: Migrations = {
     `,
     // Which process is sending an attempt: over PostgreSQL, one of several replicas (scheduler/replicas.ts).
     'ALTER TABLE webhook_attempts ADD COLUMN claimed_by TEXT',
+    // Each webhook's due attempts, for when some webhooks' sends are held up (WebhookStore.nextDueSkipping).
+    "CREATE INDEX webhook_attempts_due_by_webhook ON webhook_attempts (webhook_id, scheduled_at) WHERE status = 'scheduled'",
   ],
   postgres: [
     `
@@ -136,5 +138,7 @@ export const WEBHOOKS_MIGRATIONS: Migrations = {
     ALTER TABLE webhook_attempts ADD COLUMN on_wire_until TIMESTAMPTZ;
     CREATE INDEX webhook_attempts_sending ON webhook_attempts (account_id, webhook_id) WHERE status = 'sending';
     `,
+    // Each webhook's due attempts, for when some webhooks' sends are held up (WebhookStore.nextDueSkipping).
+    "CREATE INDEX webhook_attempts_due_by_webhook ON webhook_attempts (webhook_id, scheduled_at, seq) WHERE status = 'scheduled'",
   ],
 };

@@ -172,6 +172,14 @@ const SQL = {
   // Both read the partial index webhook_attempts_due, which holds the scheduled attempts only.
   selectDue: `SELECT * FROM webhook_attempts WHERE status = 'scheduled' AND account_id = ? AND scheduled_at <= ?
     ORDER BY scheduled_at, seq LIMIT 1`,
+  // Each of the account's webhooks' earliest due attempt: a probe of webhook_attempts_due_by_webhook
+  // per webhook (at most 100), however many attempts of one webhook wait ahead of the others'.
+  selectDueByWebhook: `SELECT a.* FROM webhooks w
+    JOIN webhook_attempts a ON a.seq = (
+      SELECT d.seq FROM webhook_attempts d
+       WHERE d.webhook_id = w.id AND d.status = 'scheduled' AND d.scheduled_at <= @until
+       ORDER BY d.scheduled_at, d.seq LIMIT 1)
+    WHERE w.account_id = @accountId`,
   selectEarliestDue: `SELECT account_id, min(scheduled_at) AS due_at FROM webhook_attempts WHERE status = 'scheduled'
     GROUP BY account_id`,
   selectScheduled: `SELECT * FROM webhook_attempts WHERE status = 'scheduled' AND account_id = ?
@@ -309,6 +317,29 @@ export class WebhookStore {
   async nextDue(q: Sql, accountId: string, until: number): Promise<AttemptRecord | undefined> {
     const row = await q.get<AttemptRow>(SQL.selectDue, [accountId, until]);
     return row && toAttempt(row);
+  }
+
+  /**
+   * The account's earliest scheduled attempt due at or before `until` of a webhook not in `skipped`:
+   * `nextDue` for when some webhooks must wait (their sends are held up: WebhookDelivery).
+   */
+  async nextDueSkipping(
+    q: Sql,
+    accountId: string,
+    until: number,
+    skipped: ReadonlySet<string>,
+  ): Promise<AttemptRecord | undefined> {
+    let first: AttemptRow | undefined;
+    for (const row of await q.all<AttemptRow>(SQL.selectDueByWebhook, { accountId, until })) {
+      if (skipped.has(row.webhook_id)) continue;
+      if (
+        !first ||
+        row.scheduled_at < first.scheduled_at ||
+        (row.scheduled_at === first.scheduled_at && row.seq < first.seq)
+      )
+        first = row;
+    }
+    return first && toAttempt(first);
   }
 
   /** The account's first `limit` scheduled attempts, soonest first. */
