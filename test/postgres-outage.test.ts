@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type PostgresServer, startPostgresServer } from '../scripts/embedded-postgres.js';
 import { testConfig } from '../src/config/index.js';
+import { storageFailure } from '../src/core/storage-errors.js';
+import { postgresDatabase } from '../src/db/postgres.js';
 import { type RunningServer, startServer } from '../src/server.js';
 import { newPostgresSchema } from './databases.js';
 import { DEFAULT_KEY, shipmentRequest } from './helpers.js';
@@ -70,4 +72,45 @@ describe('the database going away', () => {
     expect((await call('POST', '/v1/shipments', shipmentRequest())).status).toBe(201);
     expect((await fetch(`${sandbox.origin}/healthz`)).status).toBe(200);
   }, 60_000);
+});
+
+describe('a replica that stalls inside a transaction', () => {
+  it('has its transaction ended by the server, so that its locks go to the others, and fails it as out of reach', async () => {
+    const url = await newPostgresSchema(postgres.url);
+    const stalled = postgresDatabase(url, { idleInTransactionMs: 300 });
+    const other = postgresDatabase(url);
+    try {
+      await other.sql.run('CREATE TABLE held (id INTEGER PRIMARY KEY)');
+      await other.sql.run('INSERT INTO held (id) VALUES (1)');
+      let resume = () => {};
+      const paused = new Promise<void>((resolve) => {
+        resume = resolve;
+      });
+      let locked = () => {};
+      const holding = new Promise<void>((resolve) => {
+        locked = resolve;
+      });
+      // Takes the row's lock, then goes quiet, as a replica stopped by its host would.
+      const stalledWork = stalled.sql.transaction(async (tx) => {
+        await tx.run('SELECT id FROM held WHERE id = 1 FOR UPDATE');
+        locked();
+        await paused;
+        await tx.run('UPDATE held SET id = 2 WHERE id = 1');
+      });
+      await holding;
+      // Waits for the lock until the server ends the idle transaction, then gets it.
+      expect(await other.sql.run('UPDATE held SET id = 3 WHERE id = 1')).toBe(1);
+      resume();
+      const failure = await stalledWork.then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(storageFailure(failure)).toBe('unavailable');
+      expect(await other.sql.value('SELECT id FROM held')).toBe(3);
+      // The pool gives the stalled replica a good connection for its next request.
+      expect(await stalled.sql.value('SELECT count(*) FROM held')).toBe(1);
+    } finally {
+      await Promise.all([stalled.close(), other.close()]);
+    }
+  });
 });

@@ -124,6 +124,13 @@ export class PostgresSql extends PostgresQueries {
   async transaction<T>(work: (tx: Sql) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
     let broken: Error | undefined;
+    // The pool listens for a connection's errors only while it is idle: one that breaks between two
+    // statements of a transaction (the server ends it) would otherwise be an uncaught error. The
+    // next statement fails on it.
+    const onError = (error: Error) => {
+      broken = error;
+    };
+    client.on('error', onError);
     try {
       await client.query('BEGIN');
       const tx = new PostgresTransaction(client, this.statements, 0);
@@ -143,6 +150,7 @@ export class PostgresSql extends PostgresQueries {
       broken ??= isConnectionLost(error) ? (error as Error) : undefined;
       throw error;
     } finally {
+      client.off('error', onError);
       // A connection that failed mid-transaction is not given to the next request.
       client.release(broken);
     }
@@ -192,23 +200,31 @@ export const isConnectionLost = isDatabaseUnavailable;
 /** How long a request may wait for a connection, and a statement for its answer, before the database counts as out of reach. */
 export const CONNECT_TIMEOUT_MS = 2_000;
 export const STATEMENT_TIMEOUT_MS = 4_000;
+/**
+ * The sandbox's transactions run their statements back to back, never waiting on a client or a
+ * receiver in between: one idle this long belongs to a process that stopped.
+ */
+export const IDLE_IN_TRANSACTION_MS = 10_000;
 
 /**
  * A sandbox's database over PostgreSQL: a pool of connections to the URL's database (TLS and the
  * rest as the URL says: `sslmode`, `options=-c search_path=…`). A connection is waited for at most
  * CONNECT_TIMEOUT_MS and a statement at most STATEMENT_TIMEOUT_MS, so that while the server is down
  * or out of reach a request fails within seconds (`503 service_unavailable`) rather than hanging; the
- * pool opens new connections once it is back.
+ * pool opens new connections once it is back. A transaction left idle for IDLE_IN_TRANSACTION_MS is
+ * ended by the server: a replica that stalls inside one (its host paused, its process stopped) would
+ * otherwise hold the rows it locked, and so the other replicas' work on that account, until it woke.
  */
 export function postgresDatabase(
   url: string,
-  options: { poolSize?: number; onIdleError?: (error: Error) => void } = {},
+  options: { poolSize?: number; onIdleError?: (error: Error) => void; idleInTransactionMs?: number } = {},
 ): SandboxDatabase {
   const pool = new pg.Pool({
     connectionString: url,
     max: options.poolSize ?? 10,
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     query_timeout: STATEMENT_TIMEOUT_MS,
+    idle_in_transaction_session_timeout: options.idleInTransactionMs ?? IDLE_IN_TRANSACTION_MS,
     application_name: 'shipping-sandbox',
   });
   // A connection that breaks while idle (the server restarts) is dropped by the pool; without a
