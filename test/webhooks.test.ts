@@ -509,6 +509,23 @@ describe('delivery', () => {
     expect(await statuses(healthyHook.id)).toEqual({ succeeded: EVENTS });
   });
 
+  it("sends a held-up webhook's backlog in the background once its receiver answers", async () => {
+    const EVENTS = 40;
+    const sandbox = await createTestSandbox({ webhookTimeoutMs: 120_000 });
+    const target = await receiver(['hang']);
+    const hook = await register(sandbox, target.url);
+    await sandbox.start();
+    for (let i = 0; i < EVENTS; i++) await sandbox.newShipment();
+    while (target.requests.length < 4) await target.nextRequest();
+    target.reply([200]);
+    target.release();
+    // No advance: the background timer takes the rest as the sends end.
+    while (target.requests.length < EVENTS) await target.nextRequest();
+    await expect
+      .poll(async () => (await attemptsOf(sandbox, hook.id)).filter((a) => a.status === 'succeeded').length)
+      .toBe(EVENTS);
+  });
+
   it('counts a refused connection as a connection error', async () => {
     const sandbox = await frozen();
     const hook = await register(sandbox, await closedPortUrl());

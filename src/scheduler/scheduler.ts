@@ -284,6 +284,24 @@ export class Scheduler {
     this.timer.wake();
   }
 
+  /** Accounts whose due work runs soon (`runSoon`), not started yet: asking again changes nothing. */
+  private readonly soon = new Set<string>();
+
+  /**
+   * Runs the account's due work soon, from the background, without planning every account again
+   * (which reads every queue): a queue that held the account's work back has room for it now.
+   */
+  runSoon(accountId: string): void {
+    if (!this.timer.running || this.soon.has(accountId)) return;
+    this.soon.add(accountId);
+    void (async () => {
+      const clock = await this.clockOf(accountId).finally(() => this.soon.delete(accountId));
+      if (!clock || this.backoff.resting(accountId)) return;
+      // Once started, a later ask runs again after this run (the account's turn orders them).
+      await this.runInBackground(accountId, clockNow(clock, this.realNow()), () => {});
+    })().catch((error: unknown) => this.backoff.failed(accountId, error));
+  }
+
   /**
    * Work was queued: re-plan only if it falls due before the timer would fire anyway. Every label
    * and every step of its scenario adds a job, and re-planning from scratch reads every pending job.

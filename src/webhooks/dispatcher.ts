@@ -120,7 +120,7 @@ export class DeliveryDispatcher {
     // The webhook had to wait: what fell due for it meanwhile can be taken now.
     for (const wake of this.roomWaiters.get(held.accountId) ?? []) wake();
     this.roomWaiters.delete(held.accountId);
-    this.deps.scheduler.wake();
+    this.deps.scheduler.runSoon(held.accountId);
   }
 
   /** Whether the sandbox is stopping: what is still `sending` then waits for the next start. */
