@@ -29,7 +29,9 @@ export function allowOnlyLocalHosts(allowedHosts: readonly string[]): Middleware
     }
     return verdict.refused;
   };
-  return async (c, next) => {
+  // Not async, as no step that only checks a request before its route is: a step that hands back
+  // `next()`'s own promise costs every request a promise turn less than one that awaits it.
+  return (c, next) => {
     const header = c.req.header('host');
     const foreign =
       verdictOn(authorityOf(c.req.url)) ?? (header === undefined ? undefined : verdictOn(header));
@@ -43,7 +45,7 @@ export function allowOnlyLocalHosts(allowedHosts: readonly string[]): Middleware
           `If '${shown}' is a name of yours for this machine, start the sandbox with --allowed-host ${shown}.`,
       );
     }
-    await next();
+    return next();
   };
 }
 
@@ -67,7 +69,7 @@ function hostOfAuthority(authority: string): string {
  * on another localhost port), the sandbox's own pages, and clients that are no browser send another
  * value or none. Not `hono/csrf`: it judges only unsafe methods with a form's content types.
  */
-export const refuseCrossSiteRequests: MiddlewareHandler<AppEnv> = async (c, next) => {
+export const refuseCrossSiteRequests: MiddlewareHandler<AppEnv> = (c, next) => {
   const site = c.req.header('sec-fetch-site')?.trim().toLowerCase();
   if (site === 'cross-site' && !(c.req.method === 'GET' && c.req.path.startsWith('/cdn/labels/'))) {
     throw new ApiError(
@@ -78,5 +80,5 @@ export const refuseCrossSiteRequests: MiddlewareHandler<AppEnv> = async (c, next
         'own code, or open its address yourself.',
     );
   }
-  await next();
+  return next();
 };
