@@ -116,9 +116,11 @@ export class AccountService {
 
   /**
    * Who calls with this key: its account, its scopes, and the account's clock read once. 401
-   * `invalid_api_key` for a malformed, unknown, revoked or live key.
+   * `invalid_api_key` for a malformed, unknown, revoked or live key (thrown, or the promise rejected).
+   * Answered at once, without a promise, when the store has the key in memory (SQLite): every request
+   * asks, and a promise turn is a measurable part of a read's CPU (docs/benchmark.md).
    */
-  async resolveKey(value: string): Promise<Caller> {
+  resolveKey(value: string): Caller | Promise<Caller> {
     const shape = keyShape(value);
     if (shape === 'live') {
       throw new ApiError(
@@ -129,7 +131,11 @@ export class AccountService {
     }
     if (!this.options.offersDefaultAccount && value === DEFAULT_ACCOUNT.api_key.value)
       throw refusePublishedKey();
-    const found = shape === 'malformed' ? undefined : await this.store.findByKey(this.db, value);
+    const found = shape === 'malformed' ? undefined : this.store.findByKey(this.db, value);
+    return found instanceof Promise ? found.then((read) => this.callerOf(read)) : this.callerOf(found);
+  }
+
+  private callerOf(found: FoundKey | undefined): Caller {
     if (!found) throw new ApiError(401, 'invalid_api_key', 'The API key is not valid.');
     if (found.key.revokedAt !== null)
       throw new ApiError(401, 'invalid_api_key', 'The API key has been revoked.');
@@ -174,10 +180,18 @@ export class AccountService {
     };
   }
 
-  /** The caller's rate limits, worked out once per account state and key. */
-  async limitsOf(caller: Caller): Promise<CallerLimits> {
-    // The account as this request's key lookup read it, when it did: no second read.
-    const account = this.found.get(caller)?.account ?? (await this.get(caller.accountId));
+  /**
+   * The caller's rate limits, worked out once per account state and key. At once (no promise) for a
+   * caller that `resolveKey` found, as every request's is: the account is the one its key lookup read.
+   */
+  limitsOf(caller: Caller): CallerLimits | Promise<CallerLimits> {
+    const account = this.found.get(caller)?.account;
+    return account
+      ? this.limitsIn(account, caller)
+      : this.get(caller.accountId).then((read) => this.limitsIn(read, caller));
+  }
+
+  private limitsIn(account: Account, caller: Caller): CallerLimits {
     let byKey = this.limits.get(account);
     if (!byKey) {
       byKey = new Map();

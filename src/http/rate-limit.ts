@@ -1,4 +1,4 @@
-import type { MiddlewareHandler } from 'hono';
+import type { Context, MiddlewareHandler, Next } from 'hono';
 import type { Caller } from '../core/actor.js';
 import { ApiError } from '../core/errors.js';
 import {
@@ -75,12 +75,22 @@ export function decide(
   return { allowed, state, exceeded: { ceiling: chosen, realWait } };
 }
 
-/** Counts requests wherever `counts` keeps them, and says what that means for each. */
+/**
+ * Counts requests wherever `counts` keeps them, and says what that means for each: at once when they
+ * are counted in memory (one sandbox), as every request is.
+ */
 export class RateLimiter {
   constructor(private readonly counts: RateCounts) {}
 
-  async take(ceilings: readonly Ceiling[], at: RateInstant, enforce: boolean): Promise<RateDecision> {
-    return decide(ceilings, at, enforce, await this.counts.take(ceilings, at, enforce));
+  take(
+    ceilings: readonly Ceiling[],
+    at: RateInstant,
+    enforce: boolean,
+  ): RateDecision | Promise<RateDecision> {
+    const taken = this.counts.take(ceilings, at, enforce);
+    return taken instanceof Promise
+      ? taken.then((counted) => decide(ceilings, at, enforce, counted))
+      : decide(ceilings, at, enforce, taken);
   }
 }
 
@@ -91,40 +101,51 @@ export class RateLimiter {
  */
 export function rateLimit(
   limiter: RateLimiter,
-  policyOf: (caller: Caller) => Promise<RateLimitPolicy>,
+  policyOf: (caller: Caller) => RateLimitPolicy | Promise<RateLimitPolicy>,
   realNow: () => number,
 ): MiddlewareHandler<AppEnv> {
-  return async (c, next) => {
+  // Not async: on one sandbox the policy and the counts are in memory, and the request is handed on
+  // without a promise turn of this step's own; over PostgreSQL the counts are a round trip.
+  return (c, next) => {
     const caller = c.get('caller');
-    const policy = await policyOf(caller);
-    const result = await limiter.take(
+    const policy = policyOf(caller);
+    if (policy instanceof Promise) return policy.then((read) => count(c, next, caller, read));
+    return count(c, next, caller, policy);
+  };
+
+  function count(c: Context<AppEnv>, next: Next, caller: Caller, policy: RateLimitPolicy) {
+    const result = limiter.take(
       policy.ceilings,
       { now: caller.now, real: realNow(), frozen: policy.frozen },
       policy.enforce,
     );
-    const headers = {
-      'X-RateLimit-Limit': String(result.state.limit),
-      'X-RateLimit-Remaining': String(result.state.remaining),
-      'X-RateLimit-Reset': String(result.state.reset),
-    };
-    if (result.exceeded) {
-      // Retry-After is read in real seconds; a fast clock ends its window sooner than that.
-      const speed = policy.frozen ? 1 : policy.clockSpeed;
-      const retryAfter = Math.max(1, Math.ceil(result.exceeded.realWait / speed / 1000));
-      throw new ApiError(
-        429,
-        'rate_limit_exceeded',
-        `Rate limit exceeded: ${result.exceeded.ceiling.name}.`,
-        {
-          headers: { ...headers, 'Retry-After': String(retryAfter) },
-        },
-      );
-    }
-    addAnswerHeaders(c, {
-      'x-ratelimit-limit': headers['X-RateLimit-Limit'],
-      'x-ratelimit-remaining': headers['X-RateLimit-Remaining'],
-      'x-ratelimit-reset': headers['X-RateLimit-Reset'],
+    if (result instanceof Promise) return result.then((decided) => answer(c, next, policy, decided));
+    return answer(c, next, policy, result);
+  }
+}
+
+/** The decision's headers on the answer and the request handed on, or the 429. */
+function answer(c: Context<AppEnv>, next: Next, policy: RateLimitPolicy, result: RateDecision) {
+  const limit = String(result.state.limit);
+  const remaining = String(result.state.remaining);
+  const reset = String(result.state.reset);
+  if (result.exceeded) {
+    // Retry-After is read in real seconds; a fast clock ends its window sooner than that.
+    const speed = policy.frozen ? 1 : policy.clockSpeed;
+    const retryAfter = Math.max(1, Math.ceil(result.exceeded.realWait / speed / 1000));
+    throw new ApiError(429, 'rate_limit_exceeded', `Rate limit exceeded: ${result.exceeded.ceiling.name}.`, {
+      headers: {
+        'X-RateLimit-Limit': limit,
+        'X-RateLimit-Remaining': remaining,
+        'X-RateLimit-Reset': reset,
+        'Retry-After': String(retryAfter),
+      },
     });
-    await next();
-  };
+  }
+  addAnswerHeaders(c, {
+    'x-ratelimit-limit': limit,
+    'x-ratelimit-remaining': remaining,
+    'x-ratelimit-reset': reset,
+  });
+  return next();
 }
