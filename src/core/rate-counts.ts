@@ -53,15 +53,28 @@ export const admits = (ceilings: readonly Ceiling[], counts: readonly number[], 
  */
 export class MemoryRateCounts implements RateCounts {
   /** Per ceiling key: its window (end on the caller's clock), its count, and (frozen) its real end. */
-  private readonly windows = new Map<string, { window: number; count: number; realEnd?: number }>();
+  private readonly windows = new Map<string, CountWindow>();
   private sweepAt = 0;
 
+  /**
+   * Each ceiling's window looked up once to count and once more to count the request in (every
+   * request comes here: the lookups and the arrays are the whole of its cost). A ceiling's key is its
+   * own (ceilings of one request never share one).
+   */
   take(ceilings: readonly Ceiling[], at: RateInstant, enforce: boolean): CountsTaken {
-    const counts = ceilings.map((ceiling) => this.count(ceiling.key, windowEndOf(ceiling, at.now), at.real));
-    if (admits(ceilings, counts, enforce)) {
-      for (const ceiling of ceilings) this.increment(ceiling.key, windowEndOf(ceiling, at.now), at);
+    const counts: number[] = [];
+    const realEnds: (number | undefined)[] = [];
+    for (const ceiling of ceilings) {
+      const entry = this.windows.get(ceiling.key);
+      counts.push(countIn(entry, windowEndOf(ceiling, at.now), at.real));
+      realEnds.push(entry?.realEnd);
     }
-    const realEnds = ceilings.map((ceiling) => this.windows.get(ceiling.key)?.realEnd);
+    if (admits(ceilings, counts, enforce)) {
+      for (let i = 0; i < ceilings.length; i++) {
+        const ceiling = ceilings[i] as Ceiling;
+        realEnds[i] = this.increment(ceiling.key, windowEndOf(ceiling, at.now), at).realEnd;
+      }
+    }
     this.sweep(at.now);
     return { counts, realEnds };
   }
@@ -73,19 +86,17 @@ export class MemoryRateCounts implements RateCounts {
     }
   }
 
-  private count(key: string, windowEnd: number, real: number): number {
+  /** Counts the request in the key's window, a new one if it has ended; answers the window. */
+  private increment(key: string, windowEnd: number, at: RateInstant): CountWindow {
     const entry = this.windows.get(key);
-    if (!entry || entry.window !== windowEnd) return 0;
-    return entry.realEnd !== undefined && real >= entry.realEnd ? 0 : entry.count;
-  }
-
-  private increment(key: string, windowEnd: number, at: RateInstant): void {
-    const entry = this.windows.get(key);
-    if (entry && this.count(key, windowEnd, at.real) > 0) entry.count += 1;
-    else {
-      const realEnd = at.frozen ? at.real + (windowEnd - at.now) : undefined;
-      this.windows.set(key, { window: windowEnd, count: 1, ...(realEnd === undefined ? {} : { realEnd }) });
+    if (entry && countIn(entry, windowEnd, at.real) > 0) {
+      entry.count += 1;
+      return entry;
     }
+    const realEnd = at.frozen ? at.real + (windowEnd - at.now) : undefined;
+    const fresh = { window: windowEnd, count: 1, ...(realEnd === undefined ? {} : { realEnd }) };
+    this.windows.set(key, fresh);
+    return fresh;
   }
 
   /** Drops windows that have ended, now and then, so idle keys do not pile up. */
@@ -94,4 +105,16 @@ export class MemoryRateCounts implements RateCounts {
     this.sweepAt = now + 60_000;
     for (const [key, entry] of this.windows) if (entry.window <= now) this.windows.delete(key);
   }
+}
+
+interface CountWindow {
+  window: number;
+  count: number;
+  realEnd?: number;
+}
+
+/** The requests in `entry` if it is the window ending at `windowEnd` and (frozen) has not ended in real time. */
+function countIn(entry: CountWindow | undefined, windowEnd: number, real: number): number {
+  if (!entry || entry.window !== windowEnd) return 0;
+  return entry.realEnd !== undefined && real >= entry.realEnd ? 0 : entry.count;
 }

@@ -53,8 +53,9 @@ export function decide(
   const allowed = admits(ceilings, counts, enforce);
   let tightest = 0;
   let tightestRemaining = Number.POSITIVE_INFINITY;
-  for (const [i, ceiling] of ceilings.entries()) {
-    const remaining = Math.max(0, ceiling.limit - (counts[i] ?? 0) - (allowed ? 1 : 0));
+  // Indexed: every request decides here, and an `entries()` loop makes an array a ceiling.
+  for (let i = 0; i < ceilings.length; i++) {
+    const remaining = Math.max(0, (ceilings[i] as Ceiling).limit - (counts[i] ?? 0) - (allowed ? 1 : 0));
     if (remaining < tightestRemaining) {
       tightest = i;
       tightestRemaining = remaining;
