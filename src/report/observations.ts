@@ -277,6 +277,9 @@ function noteRetryOfUncertainPost(account: AccountObservations, request: Journal
  * to the same method and path; the same query and body again is a repeat.
  */
 function noteRepeatOfRefusal(account: AccountObservations, request: JournaledRequest): void {
+  const refusal = request.code !== null && REFUSED_FOR_WHAT_IT_SAYS.has(request.code);
+  // Nearly every request: nothing refused to follow, nothing to note (and no route's name to make).
+  if (!refusal && account.refusedRoutes.size === 0) return;
   const route = `${request.method} ${request.path}`;
   const refused = account.refusedRoutes.get(route);
   if (refused) {
@@ -284,9 +287,7 @@ function noteRepeatOfRefusal(account: AccountObservations, request: JournaledReq
     const same = refused.query === request.query && refused.bodySha256 === request.bodySha256;
     (same ? account.repeatedRefusals : account.changedAfterRefusal).add({ first: refused, next: request });
   }
-  if (request.code !== null && REFUSED_FOR_WHAT_IT_SAYS.has(request.code)) {
-    setBounded(account.refusedRoutes, route, request, REFUSED_ROUTES);
-  }
+  if (refusal) setBounded(account.refusedRoutes, route, request, REFUSED_ROUTES);
 }
 
 /**
