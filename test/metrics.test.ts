@@ -268,6 +268,31 @@ describe('SandboxMetrics', () => {
     expect(seriesValue(samples, 'scheduler_lag_seconds_sum')).toBe(1);
   });
 
+  it('times requests into cumulative buckets, a bound itself in its bucket, and escapes labels', async () => {
+    const m = metrics();
+    for (const seconds of [0.0005, 0.0007, 0.3, 20]) m.request('GET', '/v1/a', 200, seconds);
+    m.request('GET', 'a "quoted" \\ route', 200, 0.001);
+    const samples = await samplesOf(m);
+    const bucket = (le: string) =>
+      seriesValue(samples, 'http_request_duration_seconds_bucket', { route: '/v1/a', le });
+    expect([
+      bucket('0.0005'),
+      bucket('0.001'),
+      bucket('0.25'),
+      bucket('0.5'),
+      bucket('10'),
+      bucket('+Inf'),
+    ]).toEqual([1, 2, 2, 3, 3, 4]);
+    expect(seriesValue(samples, 'http_request_duration_seconds_count', { route: '/v1/a' })).toBe(4);
+    expect(seriesValue(samples, 'http_request_duration_seconds_sum', { route: '/v1/a' })).toBeCloseTo(
+      20.3012,
+    );
+    const escaped = samples.filter(
+      (s) => s.name === 'http_request_duration_seconds_count' && s.labels.route !== '/v1/a',
+    );
+    expect(escaped.map((s) => [s.labels.route, s.value])).toEqual([['a \\"quoted\\" \\\\ route', 1]]);
+  });
+
   it('bounds its labels: unknown methods and failure kinds fall into other', async () => {
     const m = metrics();
     m.request('PROPFIND', 'unmatched', 405, 0.001);

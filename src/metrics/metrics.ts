@@ -2,6 +2,7 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
 import type { ClockState } from '../core/clock.js';
 import type { WorkMetrics } from '../core/metrics.js';
 import type { ConnectionUse, Engine } from '../db/sql.js';
+import { RouteHistogram } from './route-histogram.js';
 
 /** What a sandbox's metrics describe it by, and where they read the database's connections. */
 export interface MetricsSources {
@@ -52,7 +53,11 @@ const LAG_BUCKETS = [0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 3
  */
 export class SandboxMetrics implements WorkMetrics {
   private readonly registry = new Registry();
-  private readonly durations: Histogram<'method' | 'route'>;
+  private readonly durations = new RouteHistogram(
+    'http_request_duration_seconds',
+    'Time from a request reaching the app to its answer starting (a stream counts until its headers)',
+    REQUEST_BUCKETS,
+  );
   private readonly attempts: Counter<'outcome'>;
   private readonly lag: Histogram;
   /**
@@ -80,13 +85,6 @@ export class SandboxMetrics implements WorkMetrics {
           counted.unscraped = 0;
         }
       },
-    });
-    this.durations = new Histogram({
-      name: 'http_request_duration_seconds',
-      help: 'Time from a request reaching the app to its answer starting (a stream counts until its headers)',
-      labelNames: ['method', 'route'],
-      buckets: REQUEST_BUCKETS,
-      registers,
     });
     this.attempts = new Counter({
       name: 'webhook_attempts_total',
@@ -127,7 +125,7 @@ export class SandboxMetrics implements WorkMetrics {
   request(method: string, route: string, status: number, seconds: number): void {
     const labelled = METHODS.has(method) ? method : 'other';
     this.seriesOf(labelled, route, status).unscraped += 1;
-    this.durations.observe({ method: labelled, route }, seconds);
+    this.durations.observe(labelled, route, seconds);
   }
 
   private seriesOf(method: string, route: string, status: number): AnsweredSeries {
@@ -173,7 +171,7 @@ export class SandboxMetrics implements WorkMetrics {
   /** Every metric of this sandbox, then the process's own, in Prometheus' text format. */
   async scrape(): Promise<string> {
     const [own, process] = await Promise.all([this.registry.metrics(), processRegistry().metrics()]);
-    return `${own}${own.endsWith('\n') ? '' : '\n'}${process}`;
+    return `${own}${own.endsWith('\n') ? '' : '\n'}\n${this.durations.exposition()}\n${process}`;
   }
 }
 
