@@ -14,8 +14,8 @@ import { injectFaults } from './faults/middleware.js';
 import { FAULTS_FACT, faultsModule } from './faults/module.js';
 import { answerHeaders } from './http/answer-headers.js';
 import { authenticate } from './http/auth.js';
-import { readBody, refuseNulInUrl, requireJsonObjectBody } from './http/body.js';
-import { allowOnlyLocalHosts, refuseCrossSiteRequests } from './http/browsers.js';
+import { readRequest, requireJsonObjectBody } from './http/body.js';
+import { guardAgainstPages } from './http/browsers.js';
 import type { AppEnv } from './http/context.js';
 import { errorHandler, routeNotFound } from './http/errors.js';
 import { methodNotAllowed as answerMethodNotAllowed } from './http/methods.js';
@@ -215,8 +215,7 @@ export async function createSandbox(parts: SandboxParts) {
   if (logger.isLevelEnabled('info')) app.use(logRequests(logger));
   // Before anything reads the request: what web pages may ask of the sandbox through a browser.
   app.use(answerHeaders());
-  if (listensOnLoopback(config)) app.use(allowOnlyLocalHosts(config.allowedHosts));
-  app.use(refuseCrossSiteRequests);
+  app.use(guardAgainstPages(listensOnLoopback(config) ? config.allowedHosts : undefined));
   // Outside the 405 below, so that the journal notes the answer the client got.
   app.use(
     `${API_VERSION_PREFIX}/*`,
@@ -239,8 +238,7 @@ export async function createSandbox(parts: SandboxParts) {
   app.use(
     `${API_VERSION_PREFIX}/*`,
     ...(config.strictHttps ? [requireHttps(config)] : []),
-    readBody,
-    refuseNulInUrl,
+    readRequest,
     auth,
     rateLimit(ports.accounts.rateLimiter, (caller) => accounts.limitsOf(caller), realNow),
     injectFaults(ports.faults.store, (caller) => accounts.factOf(caller, FAULTS_FACT) !== false),
@@ -248,7 +246,7 @@ export async function createSandbox(parts: SandboxParts) {
   );
   // "Try it out" is the API itself: strict HTTPS holds there as on `/v1`, before the body is read.
   if (config.strictHttps) app.use(`${TRY_IT_OUT_PREFIX}/*`, requireHttps(config));
-  app.use('/_sandbox/*', readBody, refuseNulInUrl);
+  app.use('/_sandbox/*', readRequest);
   // Controls that take no key are mounted before the key is checked: they check what they need.
   for (const module of modules) if (module.openControls) app.route('/_sandbox', module.openControls);
   app.use('/_sandbox/*', auth, requireJsonObjectBody);

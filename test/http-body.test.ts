@@ -3,14 +3,14 @@ import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
 import { createRoute, OpenAPIHono, z } from '@hono/zod-openapi';
 import { describe, expect, it } from 'vitest';
-import { readBody, requireJsonObjectBody } from '../src/http/body.js';
+import { readRequest, requireJsonObjectBody } from '../src/http/body.js';
 import type { AppEnv } from '../src/http/context.js';
 import { errorHandler } from '../src/http/errors.js';
 import { createRouter, jsonBody } from '../src/http/router.js';
 import { capturingLogger } from './helpers.js';
 
 /**
- * `readBody` reads a request's body from its stream and hands the text back to Hono as the text its
+ * `readRequest` reads a request's body from its stream and hands the text back to Hono as the text its
  * request keeps (`c.req.bodyCache.text`); these fail if Hono's validators stop reading the body from
  * there, or `@hono/zod-openapi` stops running `defaultHook` for a router's routes.
  */
@@ -27,7 +27,7 @@ function app() {
   );
   const root = new OpenAPIHono<AppEnv>();
   root.onError(errorHandler(capturingLogger().logger));
-  root.use('*', readBody, requireJsonObjectBody);
+  root.use('*', readRequest, requireJsonObjectBody);
   root.route('/', router);
   return root;
 }

@@ -18,7 +18,7 @@ const mediaTypeOf = (contentType: string | undefined) => (contentType ?? '').spl
 /**
  * Hands `text` back to Hono as the request's body, for the route's validator to read: as the text
  * `c.req.text()` and `c.req.json()` answer from (`bodyCache`, the public field `HonoRequest` keeps
- * a body it has read in). The body's stream was read by `readBody`. A fresh `Request` carrying the
+ * a body it has read in). The body's stream was read by `readRequest`. A fresh `Request` carrying the
  * text (as Hono's `bodyLimit` does) would cost a creation about a fifth of its CPU in undici's
  * constructor (docs/benchmark.md); `test/http-body.test.ts` fails if Hono stops reading it.
  */
@@ -38,13 +38,17 @@ function keepAsRequestBody(c: Context<AppEnv>, text: string): void {
 }
 
 /**
- * Reads a request body once, first of all: at most 1 MiB, refused while it streams in, before
- * anything buffers it. Requests without a body are not touched: they are handed on without a promise
- * turn of this step's own (the steps here are not async for that reason, as a `GET` passes them all).
+ * Reads what a request carries, first of all. Its body, once: at most 1 MiB, refused while it streams
+ * in, before anything buffers it. Then its URL: a NUL character (`%00`) in the path or the query names
+ * nothing the sandbox can hold (PostgreSQL's text cannot), `400 invalid_parameter` on every engine.
+ * One step, as every request passes it; a request without a body is handed on without a promise turn
+ * of this step's own (the steps here are not async for that reason, as a `GET` passes them all).
  */
-export const readBody = createMiddleware<AppEnv>((c, next) =>
-  BODY_METHODS.has(c.req.method) ? readThenGoOn(c, next) : next(),
-);
+export const readRequest = createMiddleware<AppEnv>((c, next) => {
+  if (BODY_METHODS.has(c.req.method)) return readThenGoOn(c, next);
+  refuseNulInUrl(c);
+  return next();
+});
 
 async function readThenGoOn(c: Context<AppEnv>, next: Next): Promise<void> {
   const declared = Number(c.req.header('content-length') ?? Number.NaN);
@@ -53,11 +57,12 @@ async function readThenGoOn(c: Context<AppEnv>, next: Next): Promise<void> {
   if (text === undefined) throw tooLarge();
   c.set('bodyText', text);
   handBack(c, text);
+  refuseNulInUrl(c);
   await next();
 }
 
 /**
- * Checks the body read by `readBody`, once, when the request is about to reach its route (after the
+ * Checks the body read by `readRequest`, once, when the request is about to reach its route (after the
  * key, the limits and the faults): it must be sent as JSON and be a JSON object. An empty body counts
  * as `{}`, so a POST without one gets the route's own "missing field" errors rather than a parse
  * error; without a JSON media type it is left empty, which Hono's validator reads as `{}` too.
@@ -116,16 +121,11 @@ function pathOfNul(value: unknown, path = ''): string | undefined {
   return undefined;
 }
 
-/**
- * A NUL character (`%00`) in the path or the query names nothing the sandbox can hold (PostgreSQL's
- * text cannot): `400 invalid_parameter` on every engine.
- */
-export const refuseNulInUrl = createMiddleware<AppEnv>((c, next) => {
+function refuseNulInUrl(c: Context<AppEnv>): void {
   if (c.req.url.includes('%00'))
     throw new ApiError(
       400,
       'invalid_parameter',
       'The path and query must not contain the NUL character (%00).',
     );
-  return next();
-});
+}

@@ -1,4 +1,4 @@
-import type { MiddlewareHandler } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import { LRUCache } from 'lru-cache';
 import { ApiError } from '../core/errors.js';
 import { isLoopbackHost, normaliseHost } from '../core/hosts.js';
@@ -10,12 +10,26 @@ import type { AppEnv } from './context.js';
  */
 
 /**
+ * Both checks below in one step, as every request passes them: the `Host` check where the sandbox
+ * listens on loopback (`localHosts`, its `--allowed-host` names), then the cross-site one. Not async:
+ * a step that only checks a request hands back `next()`'s own promise, a promise turn less a request.
+ */
+export function guardAgainstPages(localHosts: readonly string[] | undefined): MiddlewareHandler<AppEnv> {
+  const checkHost = localHosts === undefined ? undefined : allowOnlyLocalHosts(localHosts);
+  return (c, next) => {
+    checkHost?.(c);
+    refuseCrossSite(c);
+    return next();
+  };
+}
+
+/**
  * A sandbox listening on loopback answers only requests for a loopback name or address (with any
  * port), or for a name given with `--allowed-host`: DNS rebinding points a page's own name at
  * 127.0.0.1, and the browser then lets that page call the sandbox as its own origin, with its name in
  * `Host`. Both the `Host` header and the request's URL (an absolute-form target) are checked.
  */
-export function allowOnlyLocalHosts(allowedHosts: readonly string[]): MiddlewareHandler<AppEnv> {
+function allowOnlyLocalHosts(allowedHosts: readonly string[]): (c: Context<AppEnv>) => void {
   const allowed = new Set(allowedHosts.map(normaliseHost));
   // Every request names one or two authorities, nearly always the same few: each one's verdict (the
   // host it names, if that is refused) is parsed once, not on every request.
@@ -29,9 +43,7 @@ export function allowOnlyLocalHosts(allowedHosts: readonly string[]): Middleware
     }
     return verdict.refused;
   };
-  // Not async, as no step that only checks a request before its route is: a step that hands back
-  // `next()`'s own promise costs every request a promise turn less than one that awaits it.
-  return (c, next) => {
+  return (c) => {
     const header = c.req.header('host');
     const foreign =
       verdictOn(authorityOf(c.req.url)) ?? (header === undefined ? undefined : verdictOn(header));
@@ -45,7 +57,6 @@ export function allowOnlyLocalHosts(allowedHosts: readonly string[]): Middleware
           `If '${shown}' is a name of yours for this machine, start the sandbox with --allowed-host ${shown}.`,
       );
     }
-    return next();
   };
 }
 
@@ -69,7 +80,7 @@ function hostOfAuthority(authority: string): string {
  * on another localhost port), the sandbox's own pages, and clients that are no browser send another
  * value or none. Not `hono/csrf`: it judges only unsafe methods with a form's content types.
  */
-export const refuseCrossSiteRequests: MiddlewareHandler<AppEnv> = (c, next) => {
+function refuseCrossSite(c: Context<AppEnv>): void {
   const site = c.req.header('sec-fetch-site')?.trim().toLowerCase();
   if (site === 'cross-site' && !(c.req.method === 'GET' && c.req.path.startsWith('/cdn/labels/'))) {
     throw new ApiError(
@@ -80,5 +91,4 @@ export const refuseCrossSiteRequests: MiddlewareHandler<AppEnv> = (c, next) => {
         'own code, or open its address yourself.',
     );
   }
-  return next();
-};
+}

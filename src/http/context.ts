@@ -12,7 +12,7 @@ export interface AppEnv {
   Variables: {
     /** Who is calling: the key's account, the key, its scopes, and the account clock read once. */
     caller: Caller;
-    /** The request body as read by `readBody` (POST, PUT and PATCH only), before anything else ran. */
+    /** The request body as read by `readRequest` (POST, PUT and PATCH only), before anything else ran. */
     bodyText: string;
     /** Set when an injected fault dropped the connection: there is no answer to journal. */
     dropped: boolean;

@@ -73,7 +73,7 @@ function record(
   const status = c.res.status;
   // Only refusals carry Retry-After; reading an answer's headers costs every other request.
   const retryAfter = status >= 400 ? Number(c.res.headers.get('retry-after') ?? Number.NaN) : Number.NaN;
-  // The body as `readBody` read it, before anything else ran.
+  // The body as `readRequest` read it, before anything else ran.
   const body = c.get('bodyText') as string | undefined;
   journal.record(
     who.accountId,
