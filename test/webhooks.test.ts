@@ -13,7 +13,14 @@ import { systemResolver } from '../src/webhooks/dns.js';
 import { signatureHeader } from '../src/webhooks/signature.js';
 import { createSandbox } from '../src/wiring.js';
 import { newPostgresSchema, TEST_ENGINE } from './databases.js';
-import { capturingLogger, createTestSandbox, DEFAULT_KEY, expectError, type TestSandbox } from './helpers.js';
+import {
+  capturingLogger,
+  createTestSandbox,
+  DEFAULT_KEY,
+  expectError,
+  shipmentRequest,
+  type TestSandbox,
+} from './helpers.js';
 import { closedPortUrl, type Reply, startReceiver } from './receiver.js';
 
 const SECRET = 'whsec_0123456789abcdef';
@@ -653,6 +660,51 @@ describe('crash safety', () => {
     };
     return { database, state, call };
   }
+
+  it('leaves due what a stop during an advance had not sent, and holds no more of a webhook after the restart', async () => {
+    const EVENTS = 40;
+    const file = await databaseFile();
+    const target = await receiver(['hang']);
+    const first = await open(file);
+    await first.call('POST', '/_sandbox/clock', { frozen: true });
+    const hook = (
+      await first.call('POST', '/v1/webhooks', {
+        url: target.url,
+        events: ['shipment.created'],
+        secret: SECRET,
+      })
+    ).json;
+    for (let i = 0; i < EVENTS; i++) await first.call('POST', '/v1/shipments', shipmentRequest());
+    const advancing = first.call('POST', '/_sandbox/clock/advance', { by: 0 });
+    while (target.requests.length < 4) await target.nextRequest();
+    await first.state.stop();
+    expect((await advancing).status).toBe(200);
+    const statuses = async (db: typeof first.state.db) =>
+      Object.fromEntries(
+        (
+          await db.all<{ status: string; n: number }>(
+            'SELECT status, count(*) AS n FROM webhook_attempts WHERE webhook_id = ? GROUP BY status',
+            [hook.id],
+          )
+        ).map((row) => [row.status, Number(row.n)]),
+      );
+    // What was on the wire or waiting for it was cut off (at most the webhook's 16); nothing more was
+    // claimed once the stop began.
+    const cutOff = (await statuses(first.state.db)).sending ?? 0;
+    expect(cutOff).toBeGreaterThanOrEqual(4);
+    expect(cutOff).toBeLessThanOrEqual(16);
+    expect(await statuses(first.state.db)).toEqual({ sending: cutOff, scheduled: EVENTS - cutOff });
+    // As an older sandbox would have left them: every attempt `sending`.
+    await first.state.db.run("UPDATE webhook_attempts SET status = 'sending' WHERE status = 'scheduled'");
+    await first.database.close();
+
+    const second = await open(file);
+    await second.state.services.delivery.start();
+    // Sent again: the webhook's 16; the rest wait among the scheduled ones for room.
+    expect(await statuses(second.state.db)).toEqual({ sending: 16, scheduled: EVENTS - 16 });
+    await second.state.stop();
+    await second.database.close();
+  });
 
   it('sends after a restart what was due or on the wire, and marks nothing delivered without a 2xx', async () => {
     const file = await databaseFile();

@@ -226,10 +226,18 @@ export class Scheduler {
         else await new Promise((resolve) => setTimeout(resolve, 5));
       }
       if (!options.settle) break;
-      const settled = await Promise.all(this.queues.map((queue) => queue.settled?.(accountId) ?? true));
+      // One queue after another: one that has room again (false) is served at once, without waiting
+      // for the others to settle first.
+      let settled = true;
+      for (const queue of this.queues) {
+        if (queue.settled && !(await queue.settled(accountId))) {
+          settled = false;
+          break;
+        }
+      }
       // Outcomes of those sends that could not be written at once come first.
       await this.unwritten.writeAll(accountId);
-      if (settled.every(Boolean) && !(await this.nextDue(accountId, until))) break;
+      if (settled && !(await this.nextDue(accountId, until))) break;
     }
     await purgeFinishedIfPossible(this.db, this.store, accountId, until);
     await options.afterwards?.();
@@ -239,10 +247,16 @@ export class Scheduler {
 
   /**
    * The background timer's run of an account: like `runDue` to `now`, but an account whose lease
-   * another replica holds is left to it rather than waited for.
+   * another replica holds is left to it rather than waited for. `onTurn` is told when the account's
+   * turn has come.
    */
-  private runIfFree(accountId: string, now: number): Promise<RanJob[] | typeof ELSEWHERE> {
+  private runIfFree(
+    accountId: string,
+    now: number | (() => Promise<number>),
+    onTurn?: () => void,
+  ): Promise<RanJob[] | typeof ELSEWHERE> {
     return this.locks.run(accountId, async () => {
+      onTurn?.();
       if (this.leases && !(await this.leases.tryTake(accountId))) return ELSEWHERE;
       try {
         return await this.runWithTurn(accountId, now, {});
@@ -284,22 +298,25 @@ export class Scheduler {
     this.timer.wake();
   }
 
-  /** Accounts whose due work runs soon (`runSoon`), not started yet: asking again changes nothing. */
+  /** Accounts whose due work runs soon (`runSoon`), waiting for their turn: asking again changes nothing. */
   private readonly soon = new Set<string>();
 
   /**
    * Runs the account's due work soon, from the background, without planning every account again
-   * (which reads every queue): a queue that held the account's work back has room for it now.
+   * (which reads every queue): a queue that held the account's work back has room for it now. Its
+   * clock is read once its turn comes; an ask while it waits for the turn is the same run.
    */
   runSoon(accountId: string): void {
-    if (!this.timer.running || this.soon.has(accountId)) return;
+    if (!this.timer.running || this.soon.has(accountId) || this.backoff.resting(accountId)) return;
     this.soon.add(accountId);
-    void (async () => {
-      const clock = await this.clockOf(accountId).finally(() => this.soon.delete(accountId));
-      if (!clock || this.backoff.resting(accountId)) return;
-      // Once started, a later ask runs again after this run (the account's turn orders them).
-      await this.runInBackground(accountId, clockNow(clock, this.realNow()), () => {});
-    })().catch((error: unknown) => this.backoff.failed(accountId, error));
+    const now = async () => {
+      const clock = await this.clockOf(accountId);
+      // No clock, no account: nothing of it is due before the epoch.
+      return clock ? clockNow(clock, this.realNow()) : 0;
+    };
+    this.runIfFree(accountId, now, () => this.soon.delete(accountId)).catch((error: unknown) =>
+      this.backoff.failed(accountId, error),
+    );
   }
 
   /**

@@ -119,6 +119,8 @@ export class WebhookDelivery implements DueQueue {
   /** Attempts of a webhook whose sends are held up wait (an advance waits for those sends, then goes on). */
   async nextDue(accountId: string, until: number): Promise<DueItem | undefined> {
     const { db, store } = this.deps;
+    // A stopping sandbox sends nothing more: what is due stays due for the next start.
+    if (this.dispatcher.stopping) return undefined;
     const skipped = this.dispatcher.heldUp().get(accountId);
     const attempt =
       skipped === undefined
@@ -189,13 +191,19 @@ export class WebhookDelivery implements DueQueue {
 
   /**
    * Claims the attempts whose sender is gone and sends them again, but a probe's: whoever asked for it
-   * had their answer cut off, so it is not sent to anyone after the fact.
+   * had their answer cut off, so it is not sent to anyone after the fact. Past a webhook's share of held
+   * sends, a scheduled attempt goes back among the scheduled ones, to be taken as the webhook has room.
    */
   private async takeOverAbandoned(holderAlive?: string, accountId?: string): Promise<void> {
     const { db, store, scheduler, logger } = this.deps;
     const { replica } = scheduler;
     const alive = holderAlive ?? replica.alive('webhook_attempts.claimed_by');
     for (const attempt of await store.claimAbandoned(db, replica.id, alive, accountId)) {
+      if (!attempt.redelivery && attempt.probe === null && this.dispatcher.holdsAllItMay(attempt.webhookId)) {
+        await store.requeue(db, attempt.id, replica.id);
+        scheduler.runSoon(attempt.accountId);
+        continue;
+      }
       if (attempt.probe !== null) {
         await store.cancelAttempt(db, attempt.id, 'a probe cut off by a restart is not sent again');
         continue;

@@ -105,6 +105,11 @@ export class DeliveryDispatcher {
     return byAccount;
   }
 
+  /** Whether the webhook holds `SENDS_HELD_PER_WEBHOOK` sends here. */
+  holdsAllItMay(webhookId: string): boolean {
+    return (this.held.get(webhookId)?.sends ?? 0) >= SENDS_HELD_PER_WEBHOOK;
+  }
+
   private hold(attempt: AttemptRecord): void {
     const held = this.held.get(attempt.webhookId);
     if (held) held.sends++;
@@ -193,27 +198,30 @@ export class DeliveryDispatcher {
     options: { manual: boolean },
   ) {
     // The body is read once the send has its slot: a queue of waiting sends holds no envelopes.
-    const result = await this.limits.run(attempt, async () => {
-      if (this.stopped) return undefined;
-      const body = await this.deps.eventBody(attempt.eventId);
-      if (body === undefined) return undefined;
-      const request = {
-        url: webhook.url,
-        // A forged probe is signed with a secret nobody has: well formed, and wrong.
-        secret: attempt.probe === 'forged' ? randomBytes(32).toString('hex') : webhook.secret,
-        body,
-        eventId: attempt.eventId,
-        attempt: attempt.attempt,
-        timeoutMs: this.deps.timeoutMs,
-        probe: attempt.probe !== null,
-        cutOff: this.cutOff.signal,
-      };
-      const transport = {
-        destinations: this.deps.destinations,
-        resolve: this.resolver.forAccount(attempt.accountId),
-      };
-      return sendDelivery(request, transport);
-    });
+    const result = await this.limits.run(
+      attempt,
+      async () => {
+        const body = await this.deps.eventBody(attempt.eventId);
+        if (body === undefined) return undefined;
+        const request = {
+          url: webhook.url,
+          // A forged probe is signed with a secret nobody has: well formed, and wrong.
+          secret: attempt.probe === 'forged' ? randomBytes(32).toString('hex') : webhook.secret,
+          body,
+          eventId: attempt.eventId,
+          attempt: attempt.attempt,
+          timeoutMs: this.deps.timeoutMs,
+          probe: attempt.probe !== null,
+          cutOff: this.cutOff.signal,
+        };
+        const transport = {
+          destinations: this.deps.destinations,
+          resolve: this.resolver.forAccount(attempt.accountId),
+        };
+        return sendDelivery(request, transport);
+      },
+      () => this.stopped,
+    );
     // A send cut off by a stopping sandbox stays `sending`: it goes out again after the next start.
     if (result === undefined || result === CUT_OFF) return;
     this.deps.metrics.webhookAttempt(result);

@@ -37,12 +37,19 @@ export class SendLimits {
 
   /**
    * Runs `send` within its webhook's share, then its account's, then the server's; undefined, without
-   * running it, when the attempt stopped being this replica's to send while it waited.
+   * running it, when the attempt stopped being this replica's to send while it waited, or when `skip`
+   * says so once its turn comes (a stopping sandbox: no slot of the shared ones is taken for it).
    */
-  run<T>(owner: SendOwner, send: () => Promise<T>): Promise<T | undefined> {
+  run<T>(
+    owner: SendOwner,
+    send: () => Promise<T>,
+    skip: () => boolean = () => false,
+  ): Promise<T | undefined> {
     return this.perWebhook.run(owner.webhookId, () =>
       this.perAccount.run(owner.accountId, () =>
-        this.perServer(async () => ((await this.shared?.take(owner)) === false ? undefined : send())),
+        this.perServer(async () =>
+          skip() || (await this.shared?.take(owner)) === false ? undefined : send(),
+        ),
       ),
     );
   }

@@ -179,7 +179,7 @@ const SQL = {
       SELECT d.seq FROM webhook_attempts d
        WHERE d.webhook_id = w.id AND d.status = 'scheduled' AND d.scheduled_at <= @until
        ORDER BY d.scheduled_at, d.seq LIMIT 1)
-    WHERE w.account_id = @accountId`,
+    WHERE w.account_id = @accountId AND w.deleted_at IS NULL`,
   selectEarliestDue: `SELECT account_id, min(scheduled_at) AS due_at FROM webhook_attempts WHERE status = 'scheduled'
     GROUP BY account_id`,
   selectScheduled: `SELECT * FROM webhook_attempts WHERE status = 'scheduled' AND account_id = ?
@@ -195,6 +195,9 @@ const SQL = {
   markSending: `UPDATE webhook_attempts SET status = 'sending', sent_at = @sentAt, sent_wall_at = @sentWallAt,
       claimed_by = @me
     WHERE id = @id AND status = 'scheduled'`,
+  // Back in the queue, unsent: claimed again when the webhook has room (WebhookDelivery.takeOverAbandoned).
+  requeue: `UPDATE webhook_attempts SET status = 'scheduled', sent_at = NULL, sent_wall_at = NULL, claimed_by = NULL
+    WHERE id = @id AND status = 'sending' AND claimed_by = @me`,
   recordResult: `UPDATE webhook_attempts SET status = @status, response_status = @responseStatus,
       response_excerpt = @responseExcerpt, duration_ms = @durationMs, error = @error,
       error_message = @errorMessage, next_attempt_at = @nextAttemptAt
@@ -437,6 +440,11 @@ export class WebhookStore {
   /** The URL and signature an attempt was sent with, once it was. */
   sentRequest(q: Sql, attemptId: string): Promise<{ url: string; signature: string } | undefined> {
     return q.get<{ url: string; signature: string }>(SQL.selectRequest, [attemptId]);
+  }
+
+  /** Puts an attempt that replica `me` claimed but did not send back among the scheduled ones. */
+  async requeue(q: Sql, id: string, me: string): Promise<void> {
+    await q.run(SQL.requeue, { id, me });
   }
 
   async cancelAttempt(tx: Sql, id: string, reason: string): Promise<void> {
