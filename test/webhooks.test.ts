@@ -702,6 +702,13 @@ describe('crash safety', () => {
     await second.state.services.delivery.start();
     // Sent again: the webhook's 16; the rest wait among the scheduled ones for room.
     expect(await statuses(second.state.db)).toEqual({ sending: 16, scheduled: EVENTS - 16 });
+    while (target.requests.length < 8) await target.nextRequest();
+    // Once the receiver answers, the background timer sends the rest as the webhook has room.
+    target.reply([200]);
+    target.release();
+    await second.state.scheduler.start();
+    while (target.requests.length < 4 + EVENTS) await target.nextRequest();
+    await expect.poll(() => statuses(second.state.db)).toEqual({ succeeded: EVENTS });
     await second.state.stop();
     await second.database.close();
   });

@@ -219,19 +219,19 @@ export function postgresDatabase(
   url: string,
   options: { poolSize?: number; onIdleError?: (error: Error) => void; idleInTransactionMs?: number } = {},
 ): SandboxDatabase {
+  const idleMs = Math.round(options.idleInTransactionMs ?? IDLE_IN_TRANSACTION_MS);
   const pool = new pg.Pool({
     connectionString: url,
     max: options.poolSize ?? 10,
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     query_timeout: STATEMENT_TIMEOUT_MS,
     application_name: 'shipping-sandbox',
-  });
-  // Set on each new connection, not in its startup packet (pg's `idle_in_transaction_session_timeout`
-  // option), which a pooler such as PgBouncer refuses for a parameter it does not know. The
-  // connection's first statement waits behind it; if it fails, so does that statement.
-  const idleMs = Math.round(options.idleInTransactionMs ?? IDLE_IN_TRANSACTION_MS);
-  pool.on('connect', (client) => {
-    client.query(`SET idle_in_transaction_session_timeout = ${idleMs}`).catch(() => undefined);
+    // Set on each new connection before the pool hands it out, not in its startup packet (pg's
+    // `idle_in_transaction_session_timeout` option), which a pooler such as PgBouncer refuses for a
+    // parameter it does not know. A connection whose SET fails is ended, and its request fails.
+    onConnect: async (client) => {
+      await client.query(`SET idle_in_transaction_session_timeout = ${idleMs}`);
+    },
   });
   // A connection that breaks while idle (the server restarts) is dropped by the pool; without a
   // listener, its error would end the process.

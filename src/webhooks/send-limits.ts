@@ -48,7 +48,8 @@ export class SendLimits {
     return this.perWebhook.run(owner.webhookId, () =>
       this.perAccount.run(owner.accountId, () =>
         this.perServer(async () =>
-          skip() || (await this.shared?.take(owner)) === false ? undefined : send(),
+          // Asked again once a shared slot is had: the stop may have begun while it was waited for.
+          skip() || (await this.shared?.take(owner, skip)) === false || skip() ? undefined : send(),
         ),
       ),
     );
@@ -69,9 +70,13 @@ export class SharedSendShares {
     private readonly holdMs: number,
   ) {}
 
-  /** Waits for a slot; false when the attempt is no longer being sent (cancelled, or finished by another). */
-  async take(owner: SendOwner): Promise<boolean> {
+  /**
+   * Waits for a slot; false when the attempt is no longer being sent (cancelled, or finished by
+   * another), or once `skip` says so.
+   */
+  async take(owner: SendOwner, skip: () => boolean = () => false): Promise<boolean> {
     for (let pause = 10; ; pause = Math.min(pause * 2, 200)) {
+      if (skip()) return false;
       const outcome = await this.tryTake(owner);
       if (outcome !== 'full') return outcome === 'taken';
       await new Promise((resolve) => setTimeout(resolve, pause));

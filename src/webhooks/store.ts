@@ -1,6 +1,6 @@
 import { type Page, type PagePosition, pageOf } from '../core/paging.js';
 import { afterParams, afterPlace, newestFirst } from '../db/paging.js';
-import { dialect, type Sql } from '../db/sql.js';
+import { dialect, type Engine, type Sql } from '../db/sql.js';
 import type { EventType } from '../events/schema.js';
 import type { DeliveryErrorKind, DeliveryResult } from './send.js';
 
@@ -165,7 +165,10 @@ const SQL = {
   selectAttempts: 'SELECT * FROM webhook_attempts WHERE webhook_id = ? ORDER BY seq DESC LIMIT ?',
   selectAccountWebhooks: 'SELECT id FROM webhooks WHERE account_id = ?',
   // `@holderAlive` is SQL: whether the replica in `claimed_by` still runs (scheduler/replicas.ts).
-  claimAbandoned: (holderAlive: string, oneAccount: boolean) => `UPDATE webhook_attempts SET claimed_by = @me
+  // Over PostgreSQL a claim also forgets the slot on the wire the attempt's last sender held (see
+  // send-limits.ts): the new claimant takes its own, and until then the attempt counts against no share.
+  claimAbandoned: (holderAlive: string, oneAccount: boolean, engine: Engine) => `UPDATE webhook_attempts
+    SET claimed_by = @me${engine === 'postgres' ? ', on_wire_until = NULL' : ''}
     WHERE status = 'sending' AND (claimed_by IS NULL OR NOT ${holderAlive})${oneAccount ? ' AND account_id = @accountId' : ''}
     RETURNING *`,
   countSending: "SELECT count(*) FROM webhook_attempts WHERE account_id = ? AND status = 'sending'",
@@ -192,12 +195,23 @@ const SQL = {
   deleteAccount: ['webhook_requests', 'webhook_attempts', 'emails', 'webhooks'].map(
     (table) => `DELETE FROM ${table} WHERE account_id = ?`,
   ),
-  markSending: `UPDATE webhook_attempts SET status = 'sending', sent_at = @sentAt, sent_wall_at = @sentWallAt,
-      claimed_by = @me
-    WHERE id = @id AND status = 'scheduled'`,
+  markSending: {
+    sqlite: `UPDATE webhook_attempts SET status = 'sending', sent_at = @sentAt, sent_wall_at = @sentWallAt,
+        claimed_by = @me
+      WHERE id = @id AND status = 'scheduled'`,
+    postgres: `UPDATE webhook_attempts SET status = 'sending', sent_at = @sentAt, sent_wall_at = @sentWallAt,
+        claimed_by = @me, on_wire_until = NULL
+      WHERE id = @id AND status = 'scheduled'`,
+  },
   // Back in the queue, unsent: claimed again when the webhook has room (WebhookDelivery.takeOverAbandoned).
-  requeue: `UPDATE webhook_attempts SET status = 'scheduled', sent_at = NULL, sent_wall_at = NULL, claimed_by = NULL
-    WHERE id = @id AND status = 'sending' AND claimed_by = @me`,
+  // Over PostgreSQL its slot on the wire goes too, so that it counts against no share once claimed again.
+  requeue: {
+    sqlite: `UPDATE webhook_attempts SET status = 'scheduled', sent_at = NULL, sent_wall_at = NULL, claimed_by = NULL
+      WHERE id = @id AND status = 'sending' AND claimed_by = @me`,
+    postgres: `UPDATE webhook_attempts SET status = 'scheduled', sent_at = NULL, sent_wall_at = NULL, claimed_by = NULL,
+        on_wire_until = NULL
+      WHERE id = @id AND status = 'sending' AND claimed_by = @me`,
+  },
   recordResult: `UPDATE webhook_attempts SET status = @status, response_status = @responseStatus,
       response_excerpt = @responseExcerpt, duration_ms = @durationMs, error = @error,
       error_message = @errorMessage, next_attempt_at = @nextAttemptAt
@@ -399,7 +413,7 @@ export class WebhookStore {
     holderAlive: string,
     accountId?: string,
   ): Promise<AttemptRecord[]> {
-    const sql = SQL.claimAbandoned(holderAlive, accountId !== undefined);
+    const sql = SQL.claimAbandoned(holderAlive, accountId !== undefined, q.engine);
     const rows = await q.all<AttemptRow>(sql, { me, ...(accountId === undefined ? {} : { accountId }) });
     return rows.map(toAttempt).sort((a, b) => a.seq - b.seq);
   }
@@ -411,7 +425,7 @@ export class WebhookStore {
 
   /** Claims a scheduled attempt for replica `me` to send: false when another got it first. */
   async startSending(tx: Sql, id: string, sentAt: number, sentWallAt: number, me: string): Promise<boolean> {
-    return (await tx.run(SQL.markSending, { id, sentAt, sentWallAt, me })) === 1;
+    return (await tx.run(dialect(tx, SQL.markSending), { id, sentAt, sentWallAt, me })) === 1;
   }
 
   async recordResult(
@@ -444,7 +458,7 @@ export class WebhookStore {
 
   /** Puts an attempt that replica `me` claimed but did not send back among the scheduled ones. */
   async requeue(q: Sql, id: string, me: string): Promise<void> {
-    await q.run(SQL.requeue, { id, me });
+    await q.run(dialect(q, SQL.requeue), { id, me });
   }
 
   async cancelAttempt(tx: Sql, id: string, reason: string): Promise<void> {
