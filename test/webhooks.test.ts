@@ -775,3 +775,33 @@ describe('crash safety', () => {
     await second.database.close();
   });
 });
+
+describe('an outcome that cannot be written', () => {
+  /** Makes writing any send's outcome fail as a broken statement would: neither a full disk nor an outage. */
+  async function refuseOutcomes(sandbox: TestSandbox) {
+    if (TEST_ENGINE === 'sqlite') {
+      await sandbox.db.run(`CREATE TRIGGER refuse_outcome BEFORE UPDATE ON webhook_attempts
+        WHEN NEW.status IN ('succeeded', 'failed') BEGIN SELECT RAISE(ABORT, 'outcome refused by the test'); END`);
+      return;
+    }
+    await sandbox.db.run(`CREATE FUNCTION refuse_outcome() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN RAISE EXCEPTION 'outcome refused by the test'; END $$`);
+    await sandbox.db.run(`CREATE TRIGGER refuse_outcome BEFORE UPDATE ON webhook_attempts FOR EACH ROW
+      WHEN (NEW.status IN ('succeeded', 'failed')) EXECUTE FUNCTION refuse_outcome()`);
+  }
+
+  it('leaves the attempt sending and still answers the advance that sent it', async () => {
+    const sandbox = await frozen();
+    const target = await receiver([200]);
+    const hook = await register(sandbox, target.url);
+    await refuseOutcomes(sandbox);
+    expect((await sandbox.call('POST', '/v1/shipments', { body: shipmentRequest() })).status).toBe(201);
+
+    expect((await advance(sandbox, 0)).status).toBe(200);
+    expect(target.requests).toHaveLength(1);
+    // As after a crash: sent again by the sandbox's next start, not marked delivered meanwhile.
+    expect((await attemptsOf(sandbox, hook.id)).map((attempt) => attempt.status)).toEqual(['sending']);
+    // The next advance does not wait for it either.
+    expect((await advance(sandbox, 60)).status).toBe(200);
+  });
+});

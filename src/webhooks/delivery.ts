@@ -140,13 +140,11 @@ export class WebhookDelivery implements DueQueue {
     const { db, store } = this.deps;
     if (!(await this.dispatcher.settled(accountId))) return false;
     if (db.engine === 'sqlite') return true;
-    // A stopping sandbox leaves its cut-off sends `sending` for the next start: waiting on them would
-    // hold the advance, and so the stop, for good.
-    for (
-      let pause = 5;
-      !this.dispatcher.stopping && (await store.sendingCount(db, accountId)) > 0;
-      pause = Math.min(pause * 2, 100)
-    ) {
+    // A stopping sandbox leaves its cut-off sends `sending` for the next start, and so does a send whose
+    // outcome this process could not write: waiting on them would hold the advance (and the stop) for good.
+    const onTheWire = async () =>
+      (await store.sendingIds(db, accountId)).some((id) => !this.dispatcher.leftUnrecorded(id));
+    for (let pause = 5; !this.dispatcher.stopping && (await onTheWire()); pause = Math.min(pause * 2, 100)) {
       await this.takeOverAbandoned(undefined, accountId);
       if (!(await this.dispatcher.settled(accountId))) return false;
       await new Promise((resolve) => setTimeout(resolve, pause));

@@ -55,6 +55,11 @@ export class DeliveryDispatcher {
   private readonly limits: SendLimits;
   private readonly resolver: SharedResolver;
   private readonly inFlight = new Map<string, Set<Promise<unknown>>>();
+  /**
+   * Attempts sent whose outcome could not be written for a reason other than a full disk: they stay
+   * `sending`, claimed by this process, until its next start sends them again, as over SQLite.
+   */
+  private readonly unrecorded = new Set<string>();
   /** By webhook: its account and how many of its sends this process holds. */
   private readonly held = new Map<string, { accountId: string; sends: number }>();
   /** By account: advances waiting for a held-up webhook of it to have room. */
@@ -126,6 +131,11 @@ export class DeliveryDispatcher {
     for (const wake of this.roomWaiters.get(held.accountId) ?? []) wake();
     this.roomWaiters.delete(held.accountId);
     this.deps.scheduler.runSoon(held.accountId);
+  }
+
+  /** Whether this process sent the attempt and could not write its outcome (see `unrecorded`). */
+  leftUnrecorded(attemptId: string): boolean {
+    return this.unrecorded.has(attemptId);
   }
 
   /** Whether the sandbox is stopping: what is still `sending` then waits for the next start. */
@@ -252,6 +262,7 @@ export class DeliveryDispatcher {
         return;
       }
       // The database may be closing under a stopping server; the attempt stays `sending` and is resent.
+      this.unrecorded.add(attempt.id);
       this.deps.logger.error({ err: error, attempt: attempt.id }, 'could not record a delivery outcome');
     }
   }

@@ -171,7 +171,7 @@ const SQL = {
     SET claimed_by = @me${engine === 'postgres' ? ', on_wire_until = NULL' : ''}
     WHERE status = 'sending' AND (claimed_by IS NULL OR NOT ${holderAlive})${oneAccount ? ' AND account_id = @accountId' : ''}
     RETURNING *`,
-  countSending: "SELECT count(*) FROM webhook_attempts WHERE account_id = ? AND status = 'sending'",
+  selectSending: "SELECT id FROM webhook_attempts WHERE account_id = ? AND status = 'sending'",
   // Both read the partial index webhook_attempts_due, which holds the scheduled attempts only.
   selectDue: `SELECT * FROM webhook_attempts WHERE status = 'scheduled' AND account_id = ? AND scheduled_at <= ?
     ORDER BY scheduled_at, seq LIMIT 1`,
@@ -418,9 +418,9 @@ export class WebhookStore {
     return rows.map(toAttempt).sort((a, b) => a.seq - b.seq);
   }
 
-  /** How many of the account's attempts are being sent, by any replica. */
-  async sendingCount(q: Sql, accountId: string): Promise<number> {
-    return Number(await q.value(SQL.countSending, [accountId]));
+  /** The account's attempts being sent, by any replica. */
+  sendingIds(q: Sql, accountId: string): Promise<string[]> {
+    return q.column<string>(SQL.selectSending, [accountId]);
   }
 
   /** Claims a scheduled attempt for replica `me` to send: false when another got it first. */
