@@ -149,7 +149,7 @@ function configOf(options: SandboxOptions): Config {
 
 /** The account's webhook traffic, read from the webhooks module's tables in-process. */
 function deliveryLog(sandbox: SandboxApp, checkRunning: () => void): DeliveryLog {
-  const { webhooks, events } = sandbox.stores;
+  const { webhooks, attempts, events } = sandbox.stores;
   const { db } = sandbox;
   return {
     webhooks: (accountId) => {
@@ -157,7 +157,7 @@ function deliveryLog(sandbox: SandboxApp, checkRunning: () => void): DeliveryLog
       return webhooks.list(db, accountId);
     },
     attempts: async (webhookId) =>
-      (await webhooks.attempts(db, webhookId, Number.MAX_SAFE_INTEGER)).map((record) => ({
+      (await attempts.attempts(db, webhookId, Number.MAX_SAFE_INTEGER)).map((record) => ({
         attempt: presentAttempt(record),
         dueAt: record.scheduledAt,
         order: record.seq,

@@ -312,6 +312,7 @@ export async function createSandbox(parts: SandboxParts) {
       labels: ports.labels.store,
       shipments: ports.shipments.store,
       webhooks: ports.webhooks.store,
+      attempts: ports.webhooks.attempts,
     },
     labelFiles: ports.labels.files,
     resetAccount,

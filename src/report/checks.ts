@@ -1,6 +1,6 @@
 import ms from 'ms';
 import { formatTimestamp } from '../core/time.js';
-import type { AttemptRecord } from '../webhooks/store.js';
+import type { AttemptRecord } from '../webhooks/attempt-store.js';
 import {
   answerOf,
   counted,

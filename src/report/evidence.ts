@@ -1,6 +1,6 @@
 import { formatTimestamp, SECOND } from '../core/time.js';
 import type { JournaledRequest } from '../journal/journal.js';
-import type { AttemptRecord } from '../webhooks/store.js';
+import type { AttemptRecord } from '../webhooks/attempt-store.js';
 import type { LabelUrlNote } from './observations.js';
 import type { Evidence } from './schema.js';
 

@@ -1,4 +1,4 @@
-import type { AttemptRecord } from '../webhooks/store.js';
+import type { AttemptRecord } from '../webhooks/attempt-store.js';
 import type { AccountObservations, Tally } from './observations.js';
 import type { Check, CheckId, Evidence } from './schema.js';
 

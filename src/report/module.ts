@@ -35,7 +35,7 @@ export function reportModule(settings: { webhookTimeoutMs: number }): SandboxMod
       }
       const reports = new ReportService({
         observations,
-        recentAttempts: (accountId, limit) => ports.webhooks.store.recentAttempts(db, accountId, limit),
+        recentAttempts: (accountId, limit) => ports.webhooks.attempts.recentAttempts(db, accountId, limit),
         webhookTimeoutMs: settings.webhookTimeoutMs,
         realNow,
       });

@@ -1,6 +1,6 @@
 import type { Actor } from '../core/actor.js';
 import { formatTimestamp } from '../core/time.js';
-import type { AttemptRecord } from '../webhooks/store.js';
+import type { AttemptRecord } from '../webhooks/attempt-store.js';
 import { CHECKS, overallStatus } from './checks.js';
 import type { Observations } from './observations.js';
 import type { Report } from './schema.js';

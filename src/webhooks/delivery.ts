@@ -7,12 +7,13 @@ import type { EventType } from '../events/schema.js';
 import type { RecordedEvent } from '../events/store.js';
 import type { DueItem, DueQueue, RanJob, UpcomingItem } from '../scheduler/queue.js';
 import type { Scheduler } from '../scheduler/scheduler.js';
+import type { AttemptRecord, AttemptStore } from './attempt-store.js';
 import type { DestinationPolicy } from './destinations.js';
 import { DeliveryDispatcher } from './dispatcher.js';
 import { WebhookOutbox } from './outbox.js';
 import { type ProbeOutcome, probeWebhook } from './probe.js';
 import { deliveryHeaders, type ResolveHost } from './send.js';
-import type { AttemptRecord, WebhookRecord, WebhookStore } from './store.js';
+import type { WebhookRecord, WebhookStore } from './store.js';
 
 /** A delivery's request as it went on the wire. */
 export interface SentRequest {
@@ -30,6 +31,7 @@ export const WEBHOOK_ATTEMPT = 'webhook.attempt';
 export interface WebhookDeliveryDeps {
   db: Sql;
   store: WebhookStore;
+  attempts: AttemptStore;
   scheduler: Scheduler;
   /** An event's envelope, byte for byte as first recorded (the events module). */
   eventBody: (eventId: string) => Promise<string | undefined>;
@@ -86,15 +88,15 @@ export class WebhookDelivery implements DueQueue {
    * another webhook: the timer does not wake for work this process would not take.
    */
   async earliestDue(): Promise<{ accountId: string; dueAt: number }[]> {
-    const { db, store } = this.deps;
-    const due = await store.earliestDue(db);
+    const { db, attempts } = this.deps;
+    const due = await attempts.earliestDue(db);
     const heldUp = this.dispatcher.heldUp();
     if (heldUp.size === 0) return due;
     const planned = await Promise.all(
       due.map(async (entry) => {
         const skipped = heldUp.get(entry.accountId);
         if (!skipped) return entry;
-        const next = await store.nextDueSkipping(db, entry.accountId, Number.MAX_SAFE_INTEGER, skipped);
+        const next = await attempts.nextDueSkipping(db, entry.accountId, Number.MAX_SAFE_INTEGER, skipped);
         return next && { accountId: entry.accountId, dueAt: next.scheduledAt };
       }),
     );
@@ -102,7 +104,7 @@ export class WebhookDelivery implements DueQueue {
   }
 
   async upcoming(accountId: string, limit: number): Promise<UpcomingItem[]> {
-    return (await this.deps.store.scheduled(this.deps.db, accountId, limit)).map((attempt) => ({
+    return (await this.deps.attempts.scheduled(this.deps.db, accountId, limit)).map((attempt) => ({
       id: attempt.id,
       kind: WEBHOOK_ATTEMPT,
       subject: attempt.id,
@@ -118,14 +120,14 @@ export class WebhookDelivery implements DueQueue {
 
   /** Attempts of a webhook whose sends are held up wait (an advance waits for those sends, then goes on). */
   async nextDue(accountId: string, until: number): Promise<DueItem | undefined> {
-    const { db, store } = this.deps;
+    const { db, attempts } = this.deps;
     // A stopping sandbox sends nothing more: what is due stays due for the next start.
     if (this.dispatcher.stopping) return undefined;
     const skipped = this.dispatcher.heldUp().get(accountId);
     const attempt =
       skipped === undefined
-        ? await store.nextDue(db, accountId, until)
-        : await store.nextDueSkipping(db, accountId, until, skipped);
+        ? await attempts.nextDue(db, accountId, until)
+        : await attempts.nextDueSkipping(db, accountId, until, skipped);
     return (
       attempt && { dueAt: attempt.scheduledAt, order: attempt.seq, run: () => this.startSending(attempt) }
     );
@@ -137,13 +139,13 @@ export class WebhookDelivery implements DueQueue {
    * when a webhook of the account that held as many sends as it may has room for the next.
    */
   async settled(accountId: string): Promise<boolean> {
-    const { db, store } = this.deps;
+    const { db, attempts } = this.deps;
     if (!(await this.dispatcher.settled(accountId))) return false;
     if (db.engine === 'sqlite') return true;
     // A stopping sandbox leaves its cut-off sends `sending` for the next start, and so does a send whose
     // outcome this process could not write: waiting on them would hold the advance (and the stop) for good.
     const onTheWire = async () =>
-      (await store.sendingIds(db, accountId)).some((id) => !this.dispatcher.leftUnrecorded(id));
+      (await attempts.sendingIds(db, accountId)).some((id) => !this.dispatcher.leftUnrecorded(id));
     for (let pause = 5; !this.dispatcher.stopping && (await onTheWire()); pause = Math.min(pause * 2, 100)) {
       await this.takeOverAbandoned(undefined, accountId);
       if (!(await this.dispatcher.settled(accountId))) return false;
@@ -158,7 +160,7 @@ export class WebhookDelivery implements DueQueue {
    * and for an attempt that sent nothing (a refused destination).
    */
   async sentRequest(attempt: AttemptRecord): Promise<SentRequest | null> {
-    const sent = await this.deps.store.sentRequest(this.deps.db, attempt.id);
+    const sent = await this.deps.attempts.sentRequest(this.deps.db, attempt.id);
     const body = sent && (await this.deps.eventBody(attempt.eventId));
     if (!sent || body === undefined) return null;
     const request = {
@@ -193,23 +195,23 @@ export class WebhookDelivery implements DueQueue {
    * sends, a scheduled attempt goes back among the scheduled ones, to be taken as the webhook has room.
    */
   private async takeOverAbandoned(holderAlive?: string, accountId?: string): Promise<void> {
-    const { db, store, scheduler, logger } = this.deps;
+    const { db, store, attempts, scheduler, logger } = this.deps;
     const { replica } = scheduler;
     const alive = holderAlive ?? replica.alive('webhook_attempts.claimed_by');
-    for (const attempt of await store.claimAbandoned(db, replica.id, alive, accountId)) {
+    for (const attempt of await attempts.claimAbandoned(db, replica.id, alive, accountId)) {
       if (!attempt.redelivery && attempt.probe === null && this.dispatcher.holdsAllItMay(attempt.webhookId)) {
-        await store.requeue(db, attempt.id, replica.id);
+        await attempts.requeue(db, attempt.id, replica.id);
         scheduler.runSoon(attempt.accountId);
         continue;
       }
       if (attempt.probe !== null) {
-        await store.cancelAttempt(db, attempt.id, 'a probe cut off by a restart is not sent again');
+        await attempts.cancelAttempt(db, attempt.id, 'a probe cut off by a restart is not sent again');
         continue;
       }
       const webhook = await store.findById(db, attempt.webhookId);
       // A manual redelivery goes out whatever the webhook's status; anything else only to an active one.
       if (!webhook || (webhook.status !== 'active' && !attempt.redelivery)) {
-        await store.cancelAttempt(db, attempt.id, 'the webhook is not active');
+        await attempts.cancelAttempt(db, attempt.id, 'the webhook is not active');
         continue;
       }
       logger.info({ attempt: attempt.id }, 'resending a delivery whose sender stopped');
@@ -223,26 +225,26 @@ export class WebhookDelivery implements DueQueue {
    * manual redelivery neither retries nor changes the webhook's status.
    */
   async redeliver(original: AttemptRecord, now: number): Promise<AttemptRecord> {
-    const { db, store } = this.deps;
+    const { db, store, attempts } = this.deps;
     const webhook = await store.findById(db, original.webhookId);
     if (!webhook) throw new Error(`webhook ${original.webhookId} is gone`);
     const id = newId('dlv', now);
     await db.transaction(async (tx) =>
-      store.insertAttempt(tx, {
+      attempts.insertAttempt(tx, {
         id,
         accountId: original.accountId,
         webhookId: original.webhookId,
         eventId: original.eventId,
         eventType: original.eventType,
-        attempt: (await store.lastAttemptNumber(tx, original.webhookId, original.eventId)) + 1,
+        attempt: (await attempts.lastAttemptNumber(tx, original.webhookId, original.eventId)) + 1,
         redelivery: true,
         scheduledAt: now,
         sendingNow: { wallAt: this.realNow(), by: this.deps.scheduler.replica.id },
       }),
     );
-    const attempt = (await store.findAttempt(db, id)) as AttemptRecord;
+    const attempt = (await attempts.findAttempt(db, id)) as AttemptRecord;
     await this.dispatcher.dispatch(attempt, webhook, now, { manual: true });
-    return (await store.findAttempt(db, id)) as AttemptRecord;
+    return (await attempts.findAttempt(db, id)) as AttemptRecord;
   }
 
   /** `POST /_sandbox/webhooks/:id/probe`: whether the receiver checks signatures (see probe.ts). */
@@ -272,15 +274,15 @@ export class WebhookDelivery implements DueQueue {
       subject: attempt.id,
       due_at: formatTimestamp(attempt.scheduledAt),
     };
-    const { db, store } = this.deps;
+    const { db, store, attempts } = this.deps;
     const webhook = await db.transaction(async (tx) => {
       const found = await store.findById(tx, attempt.webhookId);
       if (found?.status !== 'active') {
-        await store.cancelPending(tx, attempt.webhookId, 'the webhook is not active');
-        await store.cancelAttempt(tx, attempt.id, 'the webhook is not active');
+        await attempts.cancelPending(tx, attempt.webhookId, 'the webhook is not active');
+        await attempts.cancelAttempt(tx, attempt.id, 'the webhook is not active');
         return undefined;
       }
-      const claimed = await store.startSending(
+      const claimed = await attempts.startSending(
         tx,
         attempt.id,
         attempt.scheduledAt,

@@ -5,11 +5,12 @@ import type { WorkMetrics } from '../core/metrics.js';
 import { isPassingStorageFailure } from '../core/storage-errors.js';
 import type { Sql } from '../db/sql.js';
 import type { Scheduler } from '../scheduler/scheduler.js';
+import type { AttemptRecord } from './attempt-store.js';
 import type { DestinationPolicy } from './destinations.js';
 import { SharedResolver } from './dns.js';
 import { CUT_OFF, type DeliveryResult, type ResolveHost, sendDelivery } from './send.js';
 import { SendLimits, SharedSendShares } from './send-limits.js';
-import type { AttemptRecord, WebhookRecord } from './store.js';
+import type { WebhookRecord } from './store.js';
 
 /** How long past its timeout a send still counts against the shares of sends on the wire. */
 const SLOT_MARGIN_MS = 5_000;

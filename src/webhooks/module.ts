@@ -3,6 +3,7 @@ import { CursorCodec } from '../core/paging.js';
 import { SettingsStore } from '../db/settings.js';
 import { sampleEventData } from '../events/sample-events.js';
 import type { SandboxModule } from '../module.js';
+import { AttemptStore } from './attempt-store.js';
 import { WebhookDelivery } from './delivery.js';
 import { DestinationPolicy } from './destinations.js';
 import { WEBHOOKS_MIGRATIONS } from './migrations.js';
@@ -14,7 +15,12 @@ import { ANY_SUBSCRIBED_WEBHOOK, WebhookStore } from './store.js';
 
 declare module '../module.js' {
   interface Ports {
-    webhooks: { service: WebhookService; delivery: WebhookDelivery; store: WebhookStore };
+    webhooks: {
+      service: WebhookService;
+      delivery: WebhookDelivery;
+      store: WebhookStore;
+      attempts: AttemptStore;
+    };
   }
 }
 
@@ -37,6 +43,7 @@ export function webhooksModule(settings: {
     migrations: WEBHOOKS_MIGRATIONS,
     async build({ db, scheduler, realNow, logger, metrics, ports, provide }) {
       const store = new WebhookStore();
+      const attempts = new AttemptStore();
       const events = ports.events.store;
       const destinations = new DestinationPolicy({
         targets: settings.targets,
@@ -45,6 +52,7 @@ export function webhooksModule(settings: {
       const service = new WebhookService({
         db,
         store,
+        attempts,
         urlRules: { destinations, allowHttp: settings.allowHttp },
         // A secret of the list's own, so that no other list's cursor means anything here.
         cursors: new CursorCodec(await new SettingsStore(db).secret('webhooks_cursor_signing_secret')),
@@ -52,6 +60,7 @@ export function webhooksModule(settings: {
       const delivery = new WebhookDelivery({
         db,
         store,
+        attempts,
         scheduler,
         eventBody: (eventId) => events.body(db, eventId),
         retryLadderOf: (q, accountId) => ports.accounts.service.retryLadderOf(q, accountId),
@@ -67,12 +76,15 @@ export function webhooksModule(settings: {
         metrics,
       });
       events.subscribe((tx, event) => delivery.fanOut(tx, event), ANY_SUBSCRIBED_WEBHOOK);
-      provide('webhooks', { service, delivery, store });
+      provide('webhooks', { service, delivery, store, attempts });
       return {
         api: webhookRoutes(service),
-        controls: webhookControlRoutes(db, service, delivery, store),
+        controls: webhookControlRoutes(db, service, delivery, store, attempts),
         queues: [delivery],
-        reset: (tx, accountId) => store.deleteAccount(tx, accountId),
+        async reset(tx, accountId) {
+          await attempts.deleteAccount(tx, accountId);
+          await store.deleteAccount(tx, accountId);
+        },
         start: () => delivery.start(),
         close: (deadline) => delivery.drain(deadline),
       };

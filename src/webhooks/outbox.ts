@@ -4,12 +4,14 @@ import { formatTimestamp } from '../core/time.js';
 import type { Sql } from '../db/sql.js';
 import type { RecordedEvent } from '../events/store.js';
 import type { Scheduler } from '../scheduler/scheduler.js';
+import type { AttemptRecord, AttemptStore } from './attempt-store.js';
 import { fanOutInChunks } from './fan-out.js';
 import type { DeliveryResult } from './send.js';
-import type { AttemptRecord, WebhookRecord, WebhookStore } from './store.js';
+import type { WebhookRecord, WebhookStore } from './store.js';
 
 export interface WebhookOutboxDeps {
   store: WebhookStore;
+  attempts: AttemptStore;
   scheduler: Scheduler;
   /** Milliseconds before each retry of the account's deliveries (read through `q`). */
   retryLadderOf: (q: Sql, accountId: string) => Promise<readonly number[]>;
@@ -54,9 +56,9 @@ export class WebhookOutbox {
     sentAt: number,
     manual: boolean,
   ): Promise<void> {
-    const { store } = this.deps;
+    const { store, attempts } = this.deps;
     if (result.ok || manual || attempt.probe !== null) {
-      await store.recordResult(tx, attempt.id, result, null);
+      await attempts.recordResult(tx, attempt.id, result, null);
       return;
     }
     const delay = (await this.deps.retryLadderOf(tx, attempt.accountId))[attempt.attempt];
@@ -64,7 +66,7 @@ export class WebhookOutbox {
     const retries = delay !== undefined && webhook?.status === 'active';
     const dueAt = retries ? sentAt + delay : null;
     // Already written by another replica that took the send over: so were its consequences.
-    if (!(await store.recordResult(tx, attempt.id, result, dueAt))) return;
+    if (!(await attempts.recordResult(tx, attempt.id, result, dueAt))) return;
     if (dueAt !== null) {
       await this.scheduleAttempt(tx, { ...attempt, attempt: attempt.attempt + 1, dueAt, now: sentAt });
       return;
@@ -80,7 +82,7 @@ export class WebhookOutbox {
       now: number;
     },
   ): Promise<void> {
-    await this.deps.store.insertAttempt(tx, {
+    await this.deps.attempts.insertAttempt(tx, {
       id: newId('dlv', attempt.now),
       accountId: attempt.accountId,
       webhookId: attempt.webhookId,
@@ -101,10 +103,10 @@ export class WebhookOutbox {
     result: DeliveryResult,
     at: number,
   ): Promise<void> {
-    const { store, logger } = this.deps;
+    const { store, attempts, logger } = this.deps;
     // Two sends failing for good at once (on two replicas) fail the webhook, and write its e-mail, once.
     if (!(await store.failActive(tx, webhook.id))) return;
-    await store.cancelPending(tx, webhook.id, 'the webhook was marked failed');
+    await attempts.cancelPending(tx, webhook.id, 'the webhook was marked failed');
     await store.insertEmail(tx, {
       id: newId('eml', at),
       accountId: webhook.accountId,

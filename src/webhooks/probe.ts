@@ -2,7 +2,8 @@ import { newId } from '../core/ids.js';
 import type { Sql } from '../db/sql.js';
 import type { EventType } from '../events/schema.js';
 import type { RecordedEvent } from '../events/store.js';
-import type { AttemptRecord, ProbeSignature, WebhookRecord, WebhookStore } from './store.js';
+import type { AttemptRecord, AttemptStore, ProbeSignature } from './attempt-store.js';
+import type { WebhookRecord } from './store.js';
 
 /** What a webhook probe answers: both attempts, each with its outcome. */
 export type ProbeOutcome = Record<ProbeSignature, AttemptRecord>;
@@ -12,7 +13,7 @@ const PROBE_SIGNATURES: readonly ProbeSignature[] = ['genuine', 'forged'];
 
 export interface ProbeDeps {
   db: Sql;
-  store: WebhookStore;
+  attempts: AttemptStore;
   /**
    * Records a test event with sample data for a probe, inside the probe's transaction, without
    * announcing it to the other webhooks (the events module).
@@ -41,7 +42,7 @@ export async function probeWebhook(
   webhook: WebhookRecord,
   now: number,
 ): Promise<ProbeOutcome> {
-  const { db, store } = deps;
+  const { db, attempts } = deps;
   const type = webhook.events[0] as EventType;
   const wallAt = deps.realNow();
   const ids = await db.transaction(async (tx) => {
@@ -49,7 +50,7 @@ export async function probeWebhook(
     for (const probe of PROBE_SIGNATURES) {
       const event = await deps.recordTestEvent(tx, webhook.accountId, type, now);
       const id = newId('dlv', now);
-      await store.insertAttempt(tx, {
+      await attempts.insertAttempt(tx, {
         id,
         accountId: webhook.accountId,
         webhookId: webhook.id,
@@ -65,7 +66,7 @@ export async function probeWebhook(
     }
     return made;
   });
-  const attempt = async (id: string) => (await store.findAttempt(db, id)) as AttemptRecord;
+  const attempt = async (id: string) => (await attempts.findAttempt(db, id)) as AttemptRecord;
   await Promise.all(ids.map(async (id) => deps.dispatch(await attempt(id), webhook, now)));
   const [genuine, forged] = await Promise.all(ids.map(attempt));
   return { genuine: genuine as AttemptRecord, forged: forged as AttemptRecord };

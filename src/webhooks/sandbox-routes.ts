@@ -15,6 +15,7 @@ import {
   jsonResponse,
 } from '../http/router.js';
 import { twinDescription } from '../http/twin.js';
+import type { AttemptStore } from './attempt-store.js';
 import type { WebhookDelivery } from './delivery.js';
 import { CREATE_ERRORS, IdParam, LIST_ERRORS, UPDATE_ERRORS } from './routes.js';
 import {
@@ -60,6 +61,7 @@ export function webhookControlRoutes(
   webhooks: WebhookService,
   delivery: WebhookDelivery,
   store: WebhookStore,
+  attempts: AttemptStore,
 ) {
   const router = createRouter();
 
@@ -161,7 +163,7 @@ export function webhookControlRoutes(
     async (c) => {
       const webhook = await webhooks.get(c.get('caller'), c.req.valid('param').id);
       const limit = parseLimit(c.req.valid('query').limit, LIMIT);
-      return c.json({ data: (await store.attempts(db, webhook.id, limit)).map(presentAttempt) }, 200);
+      return c.json({ data: (await attempts.attempts(db, webhook.id, limit)).map(presentAttempt) }, 200);
     },
   );
 

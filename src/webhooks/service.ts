@@ -13,9 +13,10 @@ import {
 import { formatTimestamp } from '../core/time.js';
 import { holdAccount } from '../db/account-lock.js';
 import type { Sql } from '../db/sql.js';
+import type { AttemptRecord, AttemptStore } from './attempt-store.js';
 import { type DestinationPolicy, isLoopbackHost, registrationRefusal } from './destinations.js';
 import { type CreateWebhookInput, type UpdateWebhookInput, URL_MAX_LENGTH } from './schema.js';
-import type { AttemptRecord, WebhookRecord, WebhookStore } from './store.js';
+import type { WebhookRecord, WebhookStore } from './store.js';
 
 /** What a webhook's URL must satisfy: the server's destination policy and its plain-http rule. */
 export interface WebhookUrlRules {
@@ -139,6 +140,7 @@ export class WebhookService {
     private readonly deps: {
       db: Sql;
       store: WebhookStore;
+      attempts: AttemptStore;
       urlRules: WebhookUrlRules;
       /** Signs the list's cursors and checks the ones clients send back. */
       cursors: CursorCodec;
@@ -184,7 +186,7 @@ export class WebhookService {
 
   /** Changes what is given; `status: active` re-activates a failed webhook, which then gets new events again. */
   update(actor: Actor, id: string, change: UpdateWebhookInput): Promise<WebhookRecord> {
-    const { db, store } = this.deps;
+    const { db, store, attempts } = this.deps;
     return db.transaction(async (tx) => {
       const webhook = await this.get(actor, id, tx);
       if (Object.keys(change).length === 0) {
@@ -200,16 +202,17 @@ export class WebhookService {
         status: change.status ?? webhook.status,
       };
       if (updated.status === 'disabled')
-        await store.cancelPending(tx, webhook.id, 'the webhook was disabled');
+        await attempts.cancelPending(tx, webhook.id, 'the webhook was disabled');
       await store.save(tx, updated);
       return updated;
     });
   }
 
   delete(actor: Actor, id: string): Promise<{ id: string; deleted: true }> {
-    const { db, store } = this.deps;
+    const { db, store, attempts } = this.deps;
     return db.transaction(async (tx) => {
       const webhook = await this.get(actor, id, tx);
+      await attempts.cancelPending(tx, webhook.id, 'the webhook was deleted');
       await store.delete(tx, webhook, actor.now);
       return { id: webhook.id, deleted: true as const };
     });
@@ -217,7 +220,7 @@ export class WebhookService {
 
   /** A delivery attempt of the account, by id. */
   async attempt(actor: Actor, id: string): Promise<AttemptRecord> {
-    const attempt = await this.deps.store.findAttempt(this.deps.db, id);
+    const attempt = await this.deps.attempts.findAttempt(this.deps.db, id);
     if (!attempt || attempt.accountId !== actor.accountId) throw notFound('delivery', id);
     return attempt;
   }
