@@ -12,6 +12,7 @@ const ON_POSTGRES = [
   'test/auth.test.ts',
   'test/bounds.test.ts',
   'test/cli-logs.test.ts',
+  'test/delivery-failures.test.ts',
   'test/errors.test.ts',
   'test/event-subscribers.test.ts',
   'test/journal.test.ts',

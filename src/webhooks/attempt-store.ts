@@ -75,6 +75,15 @@ const toAttempt = (row: AttemptRow): AttemptRecord => ({
   nextAttemptAt: row.next_attempt_at,
 });
 
+/** An attempt being sent, as an advance over PostgreSQL sees it (`AttemptStore.sending`). */
+export interface SendingAttempt {
+  id: string;
+  /** Claimed by the replica that asked. */
+  mine: boolean;
+  /** The slot on the wire its sender took has ended. */
+  slotOver: boolean;
+}
+
 const SQL = {
   lastAttempt: 'SELECT max(attempt) AS n FROM webhook_attempts WHERE webhook_id = ? AND event_id = ?',
   cancelAttempt: "UPDATE webhook_attempts SET status = 'cancelled', error_message = @reason WHERE id = @id",
@@ -92,7 +101,12 @@ const SQL = {
     SET claimed_by = @me${engine === 'postgres' ? ', on_wire_until = NULL' : ''}
     WHERE status = 'sending' AND (claimed_by IS NULL OR NOT ${holderAlive})${oneAccount ? ' AND account_id = @accountId' : ''}
     RETURNING *`,
-  selectSending: "SELECT id FROM webhook_attempts WHERE account_id = ? AND status = 'sending'",
+  // PostgreSQL only: `on_wire_until` is the end of the slot its sender took (see send-limits.ts).
+  selectSending: `SELECT id, coalesce(claimed_by = @me, false) AS mine,
+      coalesce(on_wire_until <= clock_timestamp(), false) AS slot_over
+    FROM webhook_attempts WHERE account_id = @accountId AND status = 'sending'`,
+  releaseClaim:
+    "UPDATE webhook_attempts SET claimed_by = NULL WHERE id = @id AND status = 'sending' AND claimed_by = @me",
   // Both read the partial index webhook_attempts_due, which holds the scheduled attempts only.
   selectDue: `SELECT * FROM webhook_attempts WHERE status = 'scheduled' AND account_id = ? AND scheduled_at <= ?
     ORDER BY scheduled_at, seq LIMIT 1`,
@@ -268,9 +282,21 @@ export class AttemptStore {
     return rows.map(toAttempt).sort((a, b) => a.seq - b.seq);
   }
 
-  /** The account's attempts being sent, by any replica. */
-  sendingIds(q: Sql, accountId: string): Promise<string[]> {
-    return q.column<string>(SQL.selectSending, [accountId]);
+  /**
+   * The account's attempts being sent, by any replica (PostgreSQL): whether replica `me` claimed each,
+   * and whether the slot on the wire its sender took is over, by which time its send has ended.
+   */
+  async sending(q: Sql, accountId: string, me: string): Promise<SendingAttempt[]> {
+    const rows = await q.all<{ id: string; mine: boolean; slot_over: boolean }>(SQL.selectSending, {
+      accountId,
+      me,
+    });
+    return rows.map((row) => ({ id: row.id, mine: row.mine, slotOver: row.slot_over }));
+  }
+
+  /** Gives back an attempt that replica `me` claimed and could not take over: the next take-over claims it. */
+  async releaseClaim(q: Sql, id: string, me: string): Promise<void> {
+    await q.run(SQL.releaseClaim, { id, me });
   }
 
   /** Claims a scheduled attempt for replica `me` to send: false when another got it first. */

@@ -68,6 +68,8 @@ export interface WebhookDeliveryDeps {
 export class WebhookDelivery implements DueQueue {
   private readonly outbox: WebhookOutbox;
   private readonly dispatcher: DeliveryDispatcher;
+  /** Attempts this process claimed to take over and has not yet handed to the dispatcher. */
+  private readonly takingOver = new Set<string>();
 
   constructor(private readonly deps: WebhookDeliveryDeps) {
     this.outbox = new WebhookOutbox(deps);
@@ -142,10 +144,18 @@ export class WebhookDelivery implements DueQueue {
     const { db, attempts } = this.deps;
     if (!(await this.dispatcher.settled(accountId))) return false;
     if (db.engine === 'sqlite') return true;
-    // A stopping sandbox leaves its cut-off sends `sending` for the next start, and so does a send whose
-    // outcome this process could not write: waiting on them would hold the advance (and the stop) for good.
+    // Waited for: this process's sends while it holds them (or is taking them over), and another's until
+    // the slot it took on the wire ends, by which time the send has timed out: one whose outcome could
+    // not be written stays `sending` for good (until its sender's next start, or its takeover once it
+    // died), and waiting on it would hold the advance forever. A stopping sandbox leaves its cut-off
+    // sends `sending` for the next start, so it waits for none.
+    const me = this.deps.scheduler.replica.id;
     const onTheWire = async () =>
-      (await attempts.sendingIds(db, accountId)).some((id) => !this.dispatcher.leftUnrecorded(id));
+      (await attempts.sending(db, accountId, me)).some((attempt) =>
+        attempt.mine
+          ? this.dispatcher.holds(attempt.id) || this.takingOver.has(attempt.id)
+          : !attempt.slotOver,
+      );
     for (let pause = 5; !this.dispatcher.stopping && (await onTheWire()); pause = Math.min(pause * 2, 100)) {
       await this.takeOverAbandoned(undefined, accountId);
       if (!(await this.dispatcher.settled(accountId))) return false;
@@ -195,29 +205,49 @@ export class WebhookDelivery implements DueQueue {
    * sends, a scheduled attempt goes back among the scheduled ones, to be taken as the webhook has room.
    */
   private async takeOverAbandoned(holderAlive?: string, accountId?: string): Promise<void> {
-    const { db, store, attempts, scheduler, logger } = this.deps;
+    const { db, attempts, scheduler } = this.deps;
     const { replica } = scheduler;
     const alive = holderAlive ?? replica.alive('webhook_attempts.claimed_by');
-    for (const attempt of await attempts.claimAbandoned(db, replica.id, alive, accountId)) {
-      if (!attempt.redelivery && attempt.probe === null && this.dispatcher.holdsAllItMay(attempt.webhookId)) {
-        await attempts.requeue(db, attempt.id, replica.id);
-        scheduler.runSoon(attempt.accountId);
-        continue;
+    const claimed = await attempts.claimAbandoned(db, replica.id, alive, accountId);
+    for (const attempt of claimed) this.takingOver.add(attempt.id);
+    for (const [index, attempt] of claimed.entries()) {
+      try {
+        await this.takeOver(attempt);
+      } catch (error) {
+        // Given back, this one and those after it, for the next take-over: held by a live replica
+        // that is not sending them, nobody would ever send them.
+        for (const left of claimed.slice(index)) {
+          this.takingOver.delete(left.id);
+          await attempts.releaseClaim(db, left.id, replica.id).catch(() => undefined);
+        }
+        throw error;
       }
-      if (attempt.probe !== null) {
-        await attempts.cancelAttempt(db, attempt.id, 'a probe cut off by a restart is not sent again');
-        continue;
-      }
-      const webhook = await store.findById(db, attempt.webhookId);
-      // A manual redelivery goes out whatever the webhook's status; anything else only to an active one.
-      if (!webhook || (webhook.status !== 'active' && !attempt.redelivery)) {
-        await attempts.cancelAttempt(db, attempt.id, 'the webhook is not active');
-        continue;
-      }
-      logger.info({ attempt: attempt.id }, 'resending a delivery whose sender stopped');
-      const sentAt = attempt.sentAt ?? attempt.scheduledAt;
-      void this.dispatcher.dispatch(attempt, webhook, sentAt, { manual: attempt.redelivery });
+      this.takingOver.delete(attempt.id);
     }
+  }
+
+  private async takeOver(attempt: AttemptRecord): Promise<void> {
+    const { db, store, attempts, scheduler, logger } = this.deps;
+    const { replica } = scheduler;
+    if (!attempt.redelivery && attempt.probe === null && this.dispatcher.holdsAllItMay(attempt.webhookId)) {
+      await attempts.requeue(db, attempt.id, replica.id);
+      scheduler.runSoon(attempt.accountId);
+      return;
+    }
+    if (attempt.probe !== null) {
+      await attempts.cancelAttempt(db, attempt.id, 'a probe cut off by a restart is not sent again');
+      return;
+    }
+    const webhook = await store.findById(db, attempt.webhookId);
+    // A manual redelivery goes out whatever the webhook's status; anything else only to an active one.
+    if (!webhook || (webhook.status !== 'active' && !attempt.redelivery)) {
+      await attempts.cancelAttempt(db, attempt.id, 'the webhook is not active');
+      return;
+    }
+    logger.info({ attempt: attempt.id }, 'resending a delivery whose sender stopped');
+    const sentAt = attempt.sentAt ?? attempt.scheduledAt;
+    // A failure is logged by the dispatcher, and the attempt waits for this process's next start.
+    this.dispatcher.dispatch(attempt, webhook, sentAt, { manual: attempt.redelivery }).catch(() => undefined);
   }
 
   /**
@@ -293,7 +323,8 @@ export class WebhookDelivery implements DueQueue {
     });
     if (webhook === CLAIMED_ELSEWHERE) return undefined;
     if (!webhook) return { ...summary, skipped: true };
-    void this.dispatcher.dispatch(attempt, webhook, attempt.scheduledAt);
+    // A failure is logged by the dispatcher, and the attempt waits for this process's next start.
+    this.dispatcher.dispatch(attempt, webhook, attempt.scheduledAt).catch(() => undefined);
     return { ...summary, webhook_id: webhook.id, event_id: attempt.eventId, attempt: attempt.attempt };
   }
 

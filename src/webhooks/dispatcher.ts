@@ -57,10 +57,11 @@ export class DeliveryDispatcher {
   private readonly resolver: SharedResolver;
   private readonly inFlight = new Map<string, Set<Promise<unknown>>>();
   /**
-   * Attempts sent whose outcome could not be written for a reason other than a full disk: they stay
-   * `sending`, claimed by this process, until its next start sends them again, as over SQLite.
+   * The attempts whose send this process holds: waiting for a slot, on the wire, or writing the
+   * outcome. One of its own `sending` attempts that is not here has nothing more coming: its outcome
+   * could not be written (or is kept for when there is room), or its send failed before it had one.
    */
-  private readonly unrecorded = new Set<string>();
+  private readonly holding = new Set<string>();
   /** By webhook: its account and how many of its sends this process holds. */
   private readonly held = new Map<string, { accountId: string; sends: number }>();
   /** By account: advances waiting for a held-up webhook of it to have room. */
@@ -84,7 +85,9 @@ export class DeliveryDispatcher {
 
   /**
    * Sends the attempt (already `sending`) and writes its outcome; resolves once it is written, or
-   * once the send is cut off. `sentAt` is when it went out on the account's clock.
+   * once the send is cut off. `sentAt` is when it went out on the account's clock. Rejects when the
+   * send failed before it had an outcome (its event unreadable, a slot not to be had): the attempt
+   * stays `sending`, claimed by this process, and goes out again at its next start.
    */
   dispatch(
     attempt: AttemptRecord,
@@ -93,7 +96,12 @@ export class DeliveryDispatcher {
     options = { manual: false },
   ): Promise<unknown> {
     this.hold(attempt);
-    const send = this.send(attempt, webhook, sentAt, options).finally(() => this.letGo(attempt));
+    const send = this.send(attempt, webhook, sentAt, options)
+      .catch((error: unknown) => {
+        this.deps.logger.error({ err: error, attempt: attempt.id }, 'could not send a delivery');
+        throw error;
+      })
+      .finally(() => this.letGo(attempt));
     return this.track(attempt.accountId, send);
   }
 
@@ -117,12 +125,14 @@ export class DeliveryDispatcher {
   }
 
   private hold(attempt: AttemptRecord): void {
+    this.holding.add(attempt.id);
     const held = this.held.get(attempt.webhookId);
     if (held) held.sends++;
     else this.held.set(attempt.webhookId, { accountId: attempt.accountId, sends: 1 });
   }
 
   private letGo(attempt: AttemptRecord): void {
+    this.holding.delete(attempt.id);
     const held = this.held.get(attempt.webhookId);
     if (!held) return;
     held.sends--;
@@ -134,9 +144,9 @@ export class DeliveryDispatcher {
     this.deps.scheduler.runSoon(held.accountId);
   }
 
-  /** Whether this process sent the attempt and could not write its outcome (see `unrecorded`). */
-  leftUnrecorded(attemptId: string): boolean {
-    return this.unrecorded.has(attemptId);
+  /** Whether this process holds a send of the attempt (see `holding`). */
+  holds(attemptId: string): boolean {
+    return this.holding.has(attemptId);
   }
 
   /** Whether the sandbox is stopping: what is still `sending` then waits for the next start. */
@@ -263,7 +273,6 @@ export class DeliveryDispatcher {
         return;
       }
       // The database may be closing under a stopping server; the attempt stays `sending` and is resent.
-      this.unrecorded.add(attempt.id);
       this.deps.logger.error({ err: error, attempt: attempt.id }, 'could not record a delivery outcome');
     }
   }
