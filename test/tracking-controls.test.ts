@@ -333,6 +333,20 @@ describe.each(WAYS)('the tracking controls by %s', (_way, base) => {
     expect(await events(call, 'tracking.updated')).toHaveLength(2 + express.length);
   });
 
+  it.each(['delivered', 'returned'])('plays no scenario on a parcel already %s', async (status) => {
+    const { call } = await frozenSandbox();
+    const { shipment, label } = await labelled(call);
+    expect((await call('POST', `${base(shipment, label)}/advance`, { body: { status } })).status).toBe(200);
+    const before = await track(call, label.tracking_number);
+
+    const response = await call('POST', `${base(shipment, label)}/scenario`, { body: { name: 'express' } });
+    expect(expectError(response, 422, 'invalid_transition', 'name').message).toBe(
+      `The parcel is ${status}; no scenario plays after that.`,
+    );
+    await advanceClock(call, '10d');
+    expect(await track(call, label.tracking_number)).toEqual(before);
+  });
+
   it('switches a parcel to a scenario that ends in an exception', async () => {
     const { call } = await frozenSandbox();
     const { shipment, label } = await labelled(call);

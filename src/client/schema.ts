@@ -7500,7 +7500,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Refused: `invalid_field`, `missing_field`, `no_active_label` */
+            /** @description Refused: `invalid_field`, `invalid_transition`, `missing_field`, `no_active_label` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7509,7 +7509,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "invalid_field" | "missing_field" | "no_active_label";
+                            code: "invalid_field" | "invalid_transition" | "missing_field" | "no_active_label";
                         };
                     };
                 };
@@ -7968,7 +7968,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Refused: `invalid_field`, `missing_field`, `no_active_label` */
+            /** @description Refused: `invalid_field`, `invalid_transition`, `missing_field`, `no_active_label` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7977,7 +7977,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "invalid_field" | "missing_field" | "no_active_label";
+                            code: "invalid_field" | "invalid_transition" | "missing_field" | "no_active_label";
                         };
                     };
                 };

@@ -70,6 +70,17 @@ export class TrackingControls {
     const scenario = this.deps.scenarios.find(name);
     return this.deps.db.transaction(async (tx) => {
       const shipment = await this.assertTrackable(tx, actor, label);
+      // A delivered or returned parcel's story is over: `advance` refuses to move it, and so does this.
+      const { status } = await this.present(tx, label);
+      if (TERMINAL.has(status))
+        throw new ApiError(
+          422,
+          'invalid_transition',
+          `The parcel is ${status}; no scenario plays after that.`,
+          {
+            field: 'name',
+          },
+        );
       const steps = await this.deps.steps.startScenario(tx, actor, label, shipment, scenario);
       return {
         shipment_id: shipment.id,

@@ -133,7 +133,7 @@ export function trackingControlRoutes(tracking: TrackingService) {
         request: { params, body: jsonBody(ScenarioRequestSchema) },
         responses: {
           200: jsonResponse(ScenarioStartedSchema, 'The planned steps'),
-          ...controlErrors(...LEVER_ERRORS),
+          ...controlErrors(...LEVER_ERRORS, 'invalid_transition'),
         },
       }),
       async (c) => {
