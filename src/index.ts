@@ -12,7 +12,7 @@ import { SandboxError } from './embed/errors.js';
 import type { Sandbox, SandboxAccount, SandboxOptions } from './embed/types.js';
 import type { DeliveryLog } from './embed/wait-for-delivery.js';
 import type { EventEnvelope } from './events/schema.js';
-import { type RunningServer, startServer } from './server.js';
+import { type RunningServer, type StartAdvice, startServer } from './server.js';
 import { presentAttempt } from './webhooks/service.js';
 import type { Sandbox as SandboxApp } from './wiring.js';
 
@@ -31,6 +31,13 @@ export function conformance(options: ConformanceOptions): Promise<ConformanceRep
   return runConformance(options, () => startSandbox({ logLevel: 'silent', renderThreads: 0 }));
 }
 
+/** What a start-up error tells an embedding caller to change: its options, not flags. */
+const OPTIONS_ADVICE: StartAdvice = {
+  port: 'choose another port option',
+  httpsPort: 'choose another https.port option',
+  dataDir: 'choose another dataDir option (or leave it out to keep everything in memory)',
+};
+
 /**
  * Starts a sandbox in this process and resolves once it answers: HTTP on a free port of 127.0.0.1,
  * everything in memory unless `dataDir` or `database` is given, no HTTPS unless asked, nothing written to the
@@ -44,9 +51,9 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Sandbo
   let server: RunningServer;
   let https: Sandbox['https'];
   if (options.https === undefined || options.https === false) {
-    server = await startServer(config, undefined, { https: false });
+    server = await startServer(config, undefined, { https: false, advice: OPTIONS_ADVICE });
   } else {
-    const running = await startServer(config, undefined, { https: true });
+    const running = await startServer(config, undefined, { https: true, advice: OPTIONS_ADVICE });
     const { httpsOrigin, certificatePath } = running;
     https = { origin: httpsOrigin, url: `${httpsOrigin}/v1`, certificatePath };
     server = running;

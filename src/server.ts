@@ -2,7 +2,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import type { Config } from './config/index.js';
-import { type DataDirectoryLock, lockDataDirectory } from './db/data-dir-lock.js';
+import { type DataDirectoryLock, DataDirectoryUnusable, lockDataDirectory } from './db/data-dir-lock.js';
 import { databaseLocation, openDatabase } from './db/database.js';
 import { postgresDatabase } from './db/postgres.js';
 import type { SandboxDatabase } from './db/sql.js';
@@ -57,7 +57,25 @@ export interface StartOptions {
    * asked for HTTPS neither pays for it nor writes one.
    */
   https?: boolean;
+  /**
+   * What a start-up error tells the caller to change: the command line's flags by default, the
+   * options of `startSandbox()` when it starts the server.
+   */
+  advice?: StartAdvice;
 }
+
+/** How the caller changes each setting a start-up error may be about. */
+export interface StartAdvice {
+  port: string;
+  httpsPort: string;
+  dataDir: string;
+}
+
+const FLAGS_ADVICE: StartAdvice = {
+  port: 'choose another with --port',
+  httpsPort: 'choose another with --https-port',
+  dataDir: 'choose another with --data-dir (or run with --memory)',
+};
 
 /**
  * Opens the database, seeds it, and listens over HTTP and, unless `options.https` is false, HTTPS.
@@ -80,7 +98,8 @@ export async function startServer(
 ): Promise<RunningServer | RunningSandbox> {
   // One server per data directory, taken before anything in it is read or written (the certificate,
   // the database) and kept until close; a second server stops here. `--memory` shares nothing.
-  const lock = config.memory || config.database ? undefined : lockDataDirectory(config.dataDir);
+  const advice = options.advice ?? FLAGS_ADVICE;
+  const lock = config.memory || config.database ? undefined : lockDirectory(config.dataDir, advice);
   try {
     return await startOwning(config, logger, lock, options);
   } catch (error) {
@@ -95,6 +114,7 @@ async function startOwning(
   lock: DataDirectoryLock | undefined,
   options: StartOptions,
 ): Promise<RunningServer | RunningSandbox> {
+  const advice = options.advice ?? FLAGS_ADVICE;
   // Scenario files and TLS files first: a bad one stops start-up before anything is opened.
   const scenarios = loadScenarios(scenarioDirectories(config.scenariosDir));
   const tls = options.https === false ? undefined : await loadTlsMaterial(config, logger);
@@ -127,7 +147,7 @@ async function startOwning(
   const listen = (
     tlsPair: { cert: string; key: string } | undefined,
     what: string,
-    flag: string,
+    advice: string,
     port: number,
   ) =>
     new Promise<AddressInfo>((resolve, reject) => {
@@ -140,7 +160,7 @@ async function startOwning(
         logger,
       });
       servers.push(server);
-      server.once('error', (error) => reject(listenError(error, what, flag, config.host, port)));
+      server.once('error', (error) => reject(listenError(error, what, advice, config.host, port)));
       server.listen(port, config.host, () => resolve(server.address() as AddressInfo));
     });
 
@@ -180,9 +200,9 @@ async function startOwning(
   let info: AddressInfo;
   let httpsInfo: AddressInfo | undefined;
   try {
-    info = await listen(undefined, 'HTTP', 'port', config.port);
+    info = await listen(undefined, 'HTTP', advice.port, config.port);
     if (tls)
-      httpsInfo = await listen({ cert: tls.cert, key: tls.key }, 'HTTPS', 'https-port', config.httpsPort);
+      httpsInfo = await listen({ cert: tls.cert, key: tls.key }, 'HTTPS', advice.httpsPort, config.httpsPort);
   } catch (error) {
     await stopServers(performance.now());
     await sandbox.stop();
@@ -224,16 +244,23 @@ function openSandboxDatabase(config: Config, logger: Logger): SandboxDatabase {
   return sqliteDatabase(openDatabase(location), location);
 }
 
-/** A listen failure in words that name the flag to change. */
-function listenError(error: Error, what: string, flag: string, host: string, port: number): Error {
+/** A listen failure in words that say what to change (`advice`: choose another port, as the caller can). */
+function listenError(error: Error, what: string, advice: string, host: string, port: number): Error {
   const code = (error as NodeJS.ErrnoException).code;
   if (code === 'EADDRINUSE')
-    return new Error(
-      `${what} port ${port} on ${host} is already in use (choose another with --${flag}, or 0 for any free port)`,
-    );
+    return new Error(`${what} port ${port} on ${host} is already in use (${advice}, or 0 for any free port)`);
   if (code === 'EACCES')
-    return new Error(
-      `${what} port ${port} on ${host} needs privileges this process lacks (choose another with --${flag})`,
-    );
+    return new Error(`${what} port ${port} on ${host} needs privileges this process lacks (${advice})`);
   return error;
+}
+
+/** The data directory's lock, an unusable directory said with what to do about it. */
+function lockDirectory(dataDir: string, advice: StartAdvice): DataDirectoryLock {
+  try {
+    return lockDataDirectory(dataDir);
+  } catch (error) {
+    if (error instanceof DataDirectoryUnusable)
+      throw new DataDirectoryUnusable(`${error.message}; ${advice.dataDir}`);
+    throw error;
+  }
 }

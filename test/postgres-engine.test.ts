@@ -11,6 +11,7 @@ import { startSandbox } from '../src/index.js';
 import { startServer } from '../src/server.js';
 import { newPostgresSchema } from './databases.js';
 import { shipmentRequest } from './helpers.js';
+import { closedPortUrl } from './receiver.js';
 
 /**
  * The sandbox over PostgreSQL as a user meets it: `--database` (and `DATABASE_URL`), `startSandbox({
@@ -152,6 +153,24 @@ describe('a sandbox over PostgreSQL', () => {
     } finally {
       await Promise.all(servers.map((server) => server.close()));
     }
+  });
+
+  it('says what to fix when the URL names a schema that does not exist, or a server that is not there', async () => {
+    const missing = new URL(postgres.url);
+    missing.searchParams.set('options', '-c search_path=nowhere_made');
+    await expect(
+      startServer(testConfig({ database: missing.toString() }), undefined, { https: false }),
+    ).rejects.toThrow(
+      /^no schema of the database's search_path \(nowhere_made\) exists: create it \(CREATE SCHEMA …\)/,
+    );
+    const closed = new URL(postgres.url);
+    closed.port = new URL(await closedPortUrl()).port;
+    closed.password = 'not-shown';
+    const refused = startServer(testConfig({ database: closed.toString() }), undefined, { https: false });
+    await expect(refused).rejects.toThrow(
+      new RegExp(`^cannot use the database at 127\\.0\\.0\\.1:${closed.port}/postgres: connect ECONNREFUSED`),
+    );
+    await expect(refused).rejects.not.toThrow(/not-shown/);
   });
 
   it('refuses to start over a database a newer sandbox wrote, and says which tables', async () => {

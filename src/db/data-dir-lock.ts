@@ -75,9 +75,7 @@ export function prepareDataDirectory(dir: string): void {
     checkWritable(dir);
   } catch (error) {
     if (!(error instanceof DirectoryError)) throw error;
-    throw new DataDirectoryUnusable(
-      `the data directory ${error.message}; choose another with --data-dir (or run with --memory)`,
-    );
+    throw new DataDirectoryUnusable(`the data directory ${error.message}`);
   }
 }
 

@@ -128,10 +128,20 @@ export async function migratePostgres(pool: pg.Pool, owners: readonly OwnedTable
   const client = await pool.connect();
   let lockKey: number | undefined;
   try {
-    lockKey = (
-      await client.query<{ key: number }>(
-        "SELECT hashtext('shipping-sandbox schema ' || current_schema()) AS key",
+    const where = (
+      await client.query<{ schema: string | null; path: string }>(
+        "SELECT current_schema() AS schema, current_setting('search_path') AS path",
       )
+    ).rows[0];
+    // PostgreSQL's own words for this ("no schema has been selected to create in") name neither.
+    if (!where?.schema)
+      throw new Error(
+        `no schema of the database's search_path (${where?.path}) exists: create it (CREATE SCHEMA …) or name another in the database URL`,
+      );
+    lockKey = (
+      await client.query<{ key: number }>("SELECT hashtext('shipping-sandbox schema ' || $1) AS key", [
+        where.schema,
+      ])
     ).rows[0]?.key;
     await client.query('SELECT pg_advisory_lock($1)', [lockKey]);
     await client.query(

@@ -241,7 +241,12 @@ export function postgresDatabase(
     engine: 'postgres',
     sql,
     description: `PostgreSQL, ${describeUrl(url)}`,
-    migrate: (owners) => migratePostgres(pool, owners),
+    migrate: (owners) =>
+      migratePostgres(pool, owners).catch((error: unknown) => {
+        throw notUsable(error)
+          ? new Error(`cannot use the database at ${describeUrl(url)}: ${whatWentWrong(error)}`)
+          : error;
+      }),
     async ping(timeoutMs) {
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<boolean>((resolve) => {
@@ -263,6 +268,19 @@ export function postgresDatabase(
     close: () => pool.end(),
   };
 }
+
+/**
+ * Whether a start-up failure is the URL's server, login or database rather than the schema's state:
+ * said with the place the URL names, which the driver's message (`connect ECONNREFUSED …`) does not.
+ */
+function notUsable(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return isDatabaseUnavailable(error) || (typeof code === 'string' && /^(28|3D)/.test(code));
+}
+
+/** An error's message; its code where it has none (Node's AggregateError of a refused `localhost`). */
+const whatWentWrong = (error: unknown) =>
+  (error as Error).message || String((error as { code?: unknown }).code ?? error);
 
 /** The URL without its password, for the banner and `/healthz`. */
 export function describeUrl(url: string): string {
