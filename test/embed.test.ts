@@ -1,5 +1,6 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
@@ -275,6 +276,39 @@ describe('startSandbox(options)', () => {
       expect((await apiOf(b.origin)(a.apiKey, 'GET', '/v1/shipments')).status).toBe(401);
     } finally {
       await Promise.all([a.stop(), b.stop()]);
+    }
+  });
+
+  it('says what to change in its own options when it cannot start', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const { port } = taken.address() as AddressInfo;
+    try {
+      await expect(startSandbox({ port })).rejects.toThrow(
+        `HTTP port ${port} on 127.0.0.1 is already in use (choose another port option, or 0 for any free port)`,
+      );
+    } finally {
+      await new Promise((resolve) => taken.close(resolve));
+    }
+    const file = join(mkdtempSync(join(tmpdir(), 'sandbox-embed-')), 'a-file');
+    writeFileSync(file, '');
+    await expect(startSandbox({ dataDir: join(file, 'data') })).rejects.toThrow(
+      /^the data directory .*; choose another dataDir option \(or leave it out to keep everything in memory\)$/,
+    );
+  });
+
+  it("says a failed delivery's answer once", async () => {
+    const sandbox = await startSandbox({ webhookRetries: [] });
+    const receiver = await startReceiver([500]);
+    try {
+      await registerWebhook(sandbox.origin, sandbox.apiKey, receiver.url, ['shipment.created']);
+      await apiOf(sandbox.origin)(sandbox.apiKey, 'POST', '/v1/shipments', shipmentRequest());
+      await expect(sandbox.waitForDelivery({ until: 'succeeded' })).rejects.toThrow(
+        /the last, attempt 0, failed: the receiver answered 500\.$/,
+      );
+    } finally {
+      await receiver.close();
+      await sandbox.stop();
     }
   });
 

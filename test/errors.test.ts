@@ -177,6 +177,18 @@ describe('routes', () => {
     const error = expectError(response, 404, 'route_not_found');
     expect(error.message).toContain(path);
   });
+
+  it('points to the reference, and to /v1 only for a path outside it', async () => {
+    const sandbox = await createTestSandbox();
+    const message = async (path: string) =>
+      expectError(await sandbox.call('GET', path), 404, 'route_not_found').message;
+    expect(await message('/v1')).toBe(
+      'No route GET /v1. The API reference at /docs (and /openapi.json) lists every route.',
+    );
+    expect(await message('/shipments')).toBe(
+      'No route GET /shipments. Every API route is under /v1; the reference at /docs (and /openapi.json) lists every route.',
+    );
+  });
 });
 
 describe('query parameters', () => {

@@ -295,6 +295,16 @@ describe('POST /v1/shipments', () => {
       ['carrier is empty', shipmentRequest({ carrier: '' }), 'invalid_field', 'carrier'],
     ];
 
+    it('says in its own words how long a reference may be', async () => {
+      const sandbox = await createTestSandbox();
+      const response = await sandbox.call('POST', '/v1/shipments', {
+        body: shipmentRequest({ reference: 'r'.repeat(101) }),
+      });
+      expect(expectError(response, 422, 'invalid_field', 'reference').message).toBe(
+        "'reference' must be at most 100 characters.",
+      );
+    });
+
     it.each(cases)('%s -> 422 %s naming %s', async (_name, body, code, field) => {
       const sandbox = await createTestSandbox();
       const response = await sandbox.call('POST', '/v1/shipments', { body });
@@ -594,7 +604,9 @@ describe('GET /v1/shipments', () => {
   it('answers 400 invalid_parameter for an unknown carrier', async () => {
     const sandbox = await createTestSandbox();
     const response = await sandbox.call('GET', '/v1/shipments?carrier=pony_express');
-    expectError(response, 400, 'invalid_parameter', 'carrier');
+    expect(expectError(response, 400, 'invalid_parameter', 'carrier').message).toBe(
+      "'carrier' must be a carrier slug; 'pony_express' is not one. Valid carriers: usps, ups, fedex, dhl_express.",
+    );
   });
 
   it.each(['cur_!!!', 'abc', 'cur_', 'cur_bm90LWEtY3Vyc29y'])(

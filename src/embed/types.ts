@@ -2,7 +2,7 @@
  * The public types of the package's in-process API (`import { startSandbox } from 'shipping-sandbox'`).
  * They are written out here, apart from the zod schemas, so the published declarations stand alone: they
  * name no file of `src/` that the package does not ship and no library a merchant does not install.
- * `test/embed-types.test.ts` holds each to the schema of the route it mirrors, so they cannot drift.
+ * `test/embed.test.ts` holds each to the schema of the route it mirrors, so they cannot drift.
  */
 
 /** A number of seconds, or a string such as `"90s"`, `"5m"`, `"2h"`, `"3d"`. */

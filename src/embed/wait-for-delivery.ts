@@ -183,8 +183,11 @@ function describe(attempt: DeliveryAttempt): string {
   if (attempt.status === 'scheduled') return `scheduled for ${attempt.scheduled_at}`;
   if (attempt.status === 'sending') return 'still sending';
   if (attempt.status === 'succeeded') return `succeeded with ${attempt.response_status}`;
-  const answer = attempt.response_status === null ? '' : ` (answer ${attempt.response_status})`;
-  return `${attempt.status}: ${attempt.error_message ?? attempt.error ?? 'no reason given'}${answer}`;
+  const reason = attempt.error_message ?? attempt.error ?? 'no reason given';
+  // The reason often names the answer already ("the receiver answered 500").
+  const status = attempt.response_status;
+  const answer = status === null || reason.includes(String(status)) ? '' : ` (answer ${status})`;
+  return `${attempt.status}: ${reason}${answer}`;
 }
 
 function timedOut(filter: DeliveryFilter, timeout: number, seen: LoggedAttempt[]): Error {

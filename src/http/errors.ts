@@ -104,7 +104,9 @@ export const routeNotFound: NotFoundHandler = (c) =>
       404,
       'route_not_found',
       `No route ${c.req.method} ${c.req.path}. ${
-        c.req.path.startsWith('/v1/') ? 'The API reference' : 'Every API route is under /v1; the reference'
+        c.req.path === '/v1' || c.req.path.startsWith('/v1/')
+          ? 'The API reference'
+          : 'Every API route is under /v1; the reference'
       } at /docs (and /openapi.json) lists every route.`,
     ),
   );

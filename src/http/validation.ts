@@ -44,10 +44,21 @@ function describe(issue: z.core.$ZodIssue, field: string): string {
       return `'${field}' must be one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}.`;
     default:
       // Our schemas phrase their own messages as "must …"; zod's defaults are whole sentences.
-      return issue.message.startsWith('must')
-        ? `'${field}' ${issue.message}.`
-        : `${issue.message} (${field}).`;
+      if (issue.message.startsWith('must')) return `'${field}' ${issue.message}.`;
+      if (issue.code === 'too_big' || issue.code === 'too_small') return `'${field}' ${bound(issue)}.`;
+      return `${issue.message} (${field}).`;
   }
+}
+
+/** A size limit that a schema left to zod's words ("Too big: expected string to have <=100 characters"). */
+function bound(issue: z.core.$ZodIssueTooBig | z.core.$ZodIssueTooSmall): string {
+  const big = issue.code === 'too_big';
+  const limit = Number(
+    big ? (issue as z.core.$ZodIssueTooBig).maximum : (issue as z.core.$ZodIssueTooSmall).minimum,
+  );
+  const within = issue.inclusive === false ? (big ? 'less than' : 'more than') : big ? 'at most' : 'at least';
+  const unit = issue.origin === 'string' ? ' characters' : issue.origin === 'array' ? ' items' : '';
+  return `must be ${within} ${limit}${unit}`;
 }
 
 function article(expected: string): string {

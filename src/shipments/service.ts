@@ -6,7 +6,7 @@ import { type JsonText, toJsonText } from '../core/json.js';
 import { type CursorCodec, pageMeta, parseLimit } from '../core/paging.js';
 import type { Sql } from '../db/sql.js';
 import type { EventStore } from '../events/store.js';
-import { findCarrier } from '../rates/carriers.js';
+import { CARRIERS, findCarrier } from '../rates/carriers.js';
 import { chooseRate } from '../rates/pricing.js';
 import { PageCache } from './page-cache.js';
 import {
@@ -185,7 +185,10 @@ export class ShipmentService {
     const after = query.cursor === undefined ? undefined : cursors.decode(actor.accountId, query.cursor);
     const status = parseStatus(query.status);
     if (query.carrier !== undefined && !findCarrier(query.carrier)) {
-      throw invalidParameter('carrier', `'carrier' must be a carrier slug; '${query.carrier}' is not one.`);
+      throw invalidParameter(
+        'carrier',
+        `'carrier' must be a carrier slug; '${query.carrier}' is not one. Valid carriers: ${CARRIERS.map((c) => c.slug).join(', ')}.`,
+      );
     }
     const filter = { status, carrier: query.carrier };
     const key = [actor.accountId, limit, after?.createdAt, after?.seq, status, query.carrier].join(' ');
