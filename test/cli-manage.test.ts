@@ -191,8 +191,12 @@ describe.concurrent('the command line: trigger says where the event went', () =>
       await api('PATCH', `/v1/webhooks/${made.body.id}`, key, { status: 'disabled' });
       const idle = await cli(key, ['trigger', 'tracking.delivered', '--pretty']);
       const warning = `warning: the webhooks subscribed to tracking.delivered are not active, so it was sent nowhere: ${made.body.id} (disabled)`;
+      // Once: in the readable answer, not on stderr as well (both reach the same terminal).
       expect(idle.stdout).toContain(`${warning}\n`);
-      expect(idle.stderr).toBe(`${warning}\n`);
+      expect(idle.stderr).toBe('');
+      const piped = await cli(key, ['trigger', 'tracking.delivered']);
+      expect(JSON.parse(piped.stdout)).toMatchObject({ event: 'tracking.delivered' });
+      expect(piped.stderr).toBe(`${warning}\n`);
     },
     SPAWNS,
   );

@@ -29,8 +29,12 @@ export function addEventCommands(program: Command): void {
         .filter((session) => session.events.includes(triggered.data.event))
         .map((session) => session.id);
       out.answer(triggered, (envelope) => formatTriggered(envelope, subscribed, listening));
-      // Said on stderr too, so that a script reading the JSON on stdout hears of it.
-      if (listening.length === 0 && !subscribed.some((webhook) => webhook.status === 'active'))
+      // The readable answer says it; the JSON does not, so a script reading it hears of it on stderr.
+      if (
+        out.mode === 'json' &&
+        listening.length === 0 &&
+        !subscribed.some((webhook) => webhook.status === 'active')
+      )
         process.stderr.write(`${notSentWarning(triggered.data.event, subscribed)}\n`);
     },
   );
