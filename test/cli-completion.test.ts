@@ -113,6 +113,9 @@ describe('the candidates', () => {
     expect(values('trigger', '--key', 'svc_test_x', '')).toContain('label.voided');
     expect(values('events', '--event', 'shipment.c')).toEqual(['shipment.created', 'shipment.cancelled']);
     expect(values('accounts', 'create', '--plan', '')).toEqual(['starter', 'growth', 'enterprise']);
+    expect(values('--log-level', 'de')).toEqual(['debug']);
+    expect(values('serve', '--log-format', '')).toEqual(['pretty', 'json']);
+    expect(values('--memory', '--webhook-targets', '')).toEqual(['local', 'public']);
   });
 
   it("offer a group's default subcommand's options, and no subcommand after an argument", () => {

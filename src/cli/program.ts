@@ -24,6 +24,8 @@ export interface ServingFlag {
   placeholder?: string;
   defaultText: string;
   description: string;
+  /** The values it takes, when they are a list: the shell's completion offers them. */
+  choices?: readonly string[];
 }
 
 export interface CommandLineParts {
@@ -178,5 +180,7 @@ function helpOption(flag: ServingFlag): Option {
     `--${flag.flag}${flag.placeholder ? ` <${flag.placeholder}>` : ''}`,
     flag.description,
   ).env(flag.env);
+  // Only shown and completed, never parsed here: the settings table checks the value.
+  if (flag.choices) option.choices(flag.choices);
   return flag.kind === 'boolean' ? option : option.default(flag.defaultText, flag.defaultText);
 }

@@ -20,8 +20,13 @@ export interface Setting {
   placeholder?: string;
   defaultText: string;
   description: string;
+  /** The values it takes, when they are a list (for the help and the shell's completion). */
+  choices?: readonly string[];
   schema: z.ZodType;
 }
+
+const WEBHOOK_TARGETS = ['local', 'public'] as const;
+const LOG_FORMATS = ['pretty', 'json'] as const;
 
 export const SETTINGS = {
   host: {
@@ -250,7 +255,8 @@ export const SETTINGS = {
     defaultText: 'local on a loopback --host, else public',
     description:
       'where webhooks may deliver: local (loopback and private networks too) or public (public addresses only); link-local and cloud metadata addresses are always refused',
-    schema: z.enum(['local', 'public'], { message: 'must be local or public' }).optional(),
+    choices: WEBHOOK_TARGETS,
+    schema: z.enum(WEBHOOK_TARGETS, { message: 'must be local or public' }).optional(),
   },
   webhookAllowHosts: {
     flag: 'webhook-allow-host',
@@ -339,7 +345,8 @@ export const SETTINGS = {
     placeholder: 'format',
     defaultText: 'pretty on a terminal, else json',
     description: 'pretty (one readable line a request, step and delivery) or json (one JSON object a line)',
-    schema: z.enum(['pretty', 'json'], { message: 'must be pretty or json' }).optional(),
+    choices: LOG_FORMATS,
+    schema: z.enum(LOG_FORMATS, { message: 'must be pretty or json' }).optional(),
   },
   renderThreads: {
     flag: 'render-threads',
@@ -378,7 +385,8 @@ export const SETTINGS = {
     kind: 'string',
     placeholder: 'level',
     defaultText: 'info',
-    description: `one of ${LOG_LEVELS.join(', ')}`,
+    description: 'how much to log, from fatal (least) to trace (most); silent logs nothing',
+    choices: LOG_LEVELS,
     schema: z.enum(LOG_LEVELS, { message: `must be one of ${LOG_LEVELS.join(', ')}` }).default('info'),
   },
 } satisfies Record<string, Setting>;
