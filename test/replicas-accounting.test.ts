@@ -97,6 +97,34 @@ describe.runIf(TEST_ENGINE === 'postgres')('two replicas over one PostgreSQL dat
     }
   });
 
+  it("with limits off, counts in memory and brings in the other replica's counts, then decides on them once on", async () => {
+    const key = await starterAccount();
+    expect((await call(0, 'POST', '/_sandbox/account', key, { rate_limits: false })).status).toBe(200);
+    const remaining = (answer: { headers: Headers }) => Number(answer.headers.get('x-ratelimit-remaining'));
+    // Each replica counts its own at once: 59, 58, 57 on one while the other's are not yet in.
+    const onFirst = [];
+    for (let n = 0; n < 3; n++) onFirst.push(remaining(await call(0, 'GET', '/v1/shipments?limit=1', key)));
+    expect(onFirst).toEqual([59, 58, 57]);
+    for (let n = 0; n < 40; n++)
+      expect((await call(1, 'GET', '/v1/shipments?limit=1', key)).status).toBe(200);
+    // Within the flush interval, each sees all 43 (and the request that asks).
+    const seen = await eventually(
+      async () => remaining(await call(0, 'GET', '/v1/shipments?limit=1', key)),
+      (left) => left <= 60 - 44,
+    );
+    expect(seen).toBeLessThanOrEqual(60 - 44);
+    expect(seen).toBeGreaterThanOrEqual(60 - 44 - 5);
+
+    // Limits on again: the ceiling counts every request made while they were off.
+    expect((await call(1, 'POST', '/_sandbox/account', key, { rate_limits: true })).status).toBe(200);
+    const counted = 60 - seen;
+    const answers = [];
+    for (let n = 0; n < 60 - counted + 2; n++)
+      answers.push(await call(n, 'GET', '/v1/shipments?limit=1', key));
+    expect(answers.filter((answer) => answer.status === 200)).toHaveLength(60 - counted);
+    expect(answers.slice(-2).map((answer) => answer.status)).toEqual([429, 429]);
+  });
+
   it("lists every replica's requests on either, in the order they were answered", async () => {
     const key = await starterAccount();
     for (let n = 0; n < 6; n++)

@@ -159,5 +159,39 @@ export const ACCOUNTS_MIGRATIONS: Migrations = {
       END IF;
     END $$;
     `,
+    `
+    -- Adds counts made in a replica's memory (requests of accounts whose limits are off: nothing waits
+    -- on them, so they are written in batches, rate-windows.ts) to their windows, in key order as
+    -- rate_take locks them. A window the row has moved past keeps its count; an older one is replaced.
+    -- Answers each key's count after the addition, or NULL where the row holds a newer window.
+    CREATE FUNCTION rate_add(
+      p_keys TEXT[], p_window_ends BIGINT[], p_real_ends BIGINT[], p_counts INTEGER[], p_real BIGINT,
+      OUT counts INTEGER[]
+    ) LANGUAGE plpgsql AS $$
+    DECLARE
+      i INTEGER;
+      w RECORD;
+    BEGIN
+      counts := array_fill(NULL::INTEGER, ARRAY[cardinality(p_keys)]);
+      PERFORM set_config('synchronous_commit', 'off', true);
+      INSERT INTO rate_windows (key, window_end, count)
+        SELECT k, 0, 0 FROM unnest(p_keys) AS k ORDER BY k COLLATE "C"
+        ON CONFLICT (key) DO NOTHING;
+      FOR w IN
+        SELECT r.key, r.window_end, r.count, r.real_end FROM rate_windows r
+          WHERE r.key = ANY (p_keys) ORDER BY r.key FOR UPDATE
+      LOOP
+        i := array_position(p_keys, w.key);
+        IF w.window_end = p_window_ends[i] AND (w.real_end IS NULL OR p_real < w.real_end) THEN
+          UPDATE rate_windows SET count = count + p_counts[i] WHERE key = w.key;
+          counts[i] := w.count + p_counts[i];
+        ELSIF w.window_end < p_window_ends[i] OR (w.real_end IS NOT NULL AND p_real >= w.real_end) THEN
+          UPDATE rate_windows SET window_end = p_window_ends[i], count = p_counts[i], real_end = p_real_ends[i]
+            WHERE key = w.key;
+          counts[i] := p_counts[i];
+        END IF;
+      END LOOP;
+    END $$;
+    `,
   ],
 };

@@ -34,7 +34,7 @@ export function accountsModule(settings: {
     migrations: ACCOUNTS_MIGRATIONS,
     build({ db, realNow, logger, ports, provide }) {
       const store = new AccountStore(db.engine === 'sqlite');
-      const rateCounts = rateCountsFor(db);
+      const rateCounts = rateCountsFor(db, realNow);
       const rateLimiter = new RateLimiter(rateCounts);
       const service = new AccountService({
         db,
@@ -64,7 +64,14 @@ export function accountsModule(settings: {
         },
         start: () => service.start(),
         // The server closes the database after this: the last-used times still in memory are written now.
-        close: () => service.close(),
+        async close() {
+          await service.close();
+          await rateCounts
+            .close()
+            .catch((error: unknown) =>
+              logger.warn({ err: error }, 'the last rate-limit counts could not be written'),
+            );
+        },
       };
     },
   };

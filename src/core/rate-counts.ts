@@ -115,6 +115,12 @@ interface CountWindow {
 
 /** The requests in `entry` if it is the window ending at `windowEnd` and (frozen) has not ended in real time. */
 function countIn(entry: CountWindow | undefined, windowEnd: number, real: number): number {
-  if (!entry || entry.window !== windowEnd) return 0;
-  return entry.realEnd !== undefined && real >= entry.realEnd ? 0 : entry.count;
+  return entry && isCurrent(entry, windowEnd, real) ? entry.count : 0;
 }
+
+/** Whether a window kept is the one ending at `windowEnd` and (frozen) has not ended in real time. */
+export const isCurrent = (
+  entry: { window: number; realEnd?: number | undefined },
+  windowEnd: number,
+  real: number,
+) => entry.window === windowEnd && (entry.realEnd === undefined || real < entry.realEnd);
