@@ -25,9 +25,22 @@ describe("bounds on the account clock's controls", () => {
     await sandbox.call('POST', '/_sandbox/clock', { body: { frozen: true } });
     const moved = await sandbox.call('POST', '/_sandbox/clock/advance', { body: { by: '3650d' } });
     expect(moved.json.now).toBe('2036-11-19T08:00:00Z');
+    // Ten years by an instant too: one day more is refused, and the clock stays.
+    expectError(
+      await sandbox.call('POST', '/_sandbox/clock/advance', { body: { to: '2046-11-18T08:00:00Z' } }),
+      422,
+      'invalid_field',
+      'to',
+    );
+    expect((await sandbox.call('GET', '/_sandbox/clock')).json.now).toBe('2036-11-19T08:00:00Z');
     expect(
-      (await sandbox.call('POST', '/_sandbox/clock/advance', { body: { to: END_OF_TIME } })).json.now,
-    ).toBe(END_OF_TIME);
+      (await sandbox.call('POST', '/_sandbox/clock/advance', { body: { to: '2046-11-17T08:00:00Z' } })).json
+        .now,
+    ).toBe('2046-11-17T08:00:00Z');
+    // The rest of the way at a million times real time, then frozen there.
+    await sandbox.call('POST', '/_sandbox/clock', { body: { speed: 1_000_000, frozen: false } });
+    sandbox.wall.now += 400 * 86_400_000;
+    await sandbox.call('POST', '/_sandbox/clock', { body: { frozen: true } });
     expectError(
       await sandbox.call('POST', '/_sandbox/clock/advance', { body: { by: 1 } }),
       422,

@@ -147,6 +147,16 @@ describe('rate limits', () => {
       expect((await sandbox.call('GET', '/v1/shipments', { key: DEFAULT_KEY })).status).toBe(200);
   });
 
+  it('tells a client on a clock slowed to a crawl to wait a year at most, in whole seconds', async () => {
+    const sandbox = await createTestSandbox();
+    const key = await account(sandbox, 'enterprise');
+    await sandbox.call('POST', '/_sandbox/clock', { key, body: { frozen: false, speed: 5e-324 } });
+    for (let i = 0; i < 120; i++) await sandbox.call('GET', '/v1/shipments', { key });
+    const refused = await sandbox.call('GET', '/v1/shipments', { key });
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('retry-after')).toBe(String(366 * 24 * 3600));
+  });
+
   it('tells a client on a fast clock to wait in real seconds', async () => {
     const sandbox = await createTestSandbox();
     const key = await account(sandbox, 'enterprise');

@@ -94,6 +94,12 @@ export class ClockService {
         `The clock never moves backwards: ${formatTimestamp(to)} is before the clock's present, ${formatTimestamp(requestedAt)}.`,
       );
     }
+    if (to !== undefined && to - requestedAt > MAX_ADVANCE_MS) {
+      throw invalidField(
+        'to',
+        `'to' must be at most ${MAX_ADVANCE_DAYS} days (ten years) after the clock's present, ${formatTimestamp(requestedAt)}.`,
+      );
+    }
     const tooLate = () =>
       invalidField(
         field,

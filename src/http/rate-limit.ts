@@ -125,6 +125,8 @@ export function rateLimit(
   }
 }
 
+const MAX_RETRY_AFTER_S = 366 * 24 * 3600;
+
 /** The decision's headers on the answer and the request handed on, or the 429. */
 function answer(c: Context<AppEnv>, next: Next, policy: RateLimitPolicy, result: RateDecision) {
   const limit = String(result.state.limit);
@@ -133,7 +135,12 @@ function answer(c: Context<AppEnv>, next: Next, policy: RateLimitPolicy, result:
   if (result.exceeded) {
     // Retry-After is read in real seconds; a fast clock ends its window sooner than that.
     const speed = policy.frozen ? 1 : policy.clockSpeed;
-    const retryAfter = Math.max(1, Math.ceil(result.exceeded.realWait / speed / 1000));
+    // Whole seconds, and at most a year: a clock slowed to a crawl would otherwise ask for longer
+    // than a number prints as an integer.
+    const retryAfter = Math.min(
+      MAX_RETRY_AFTER_S,
+      Math.max(1, Math.ceil(result.exceeded.realWait / speed / 1000)),
+    );
     throw new ApiError(429, 'rate_limit_exceeded', `Rate limit exceeded: ${result.exceeded.ceiling.name}.`, {
       headers: {
         'X-RateLimit-Limit': limit,
