@@ -210,7 +210,7 @@ describe('a listen session', () => {
       expect(
         (await outcome(key, session.id, 'dlv_nope', { response_status: 200, duration_ms: 1 })).status,
       ).toBe(404);
-      const bad = await outcome(key, session.id, retry.id, { response_status: 700, duration_ms: 1 });
+      const bad = await outcome(key, session.id, retry.id, { response_status: 1000, duration_ms: 1 });
       expect([bad.status, bad.body.error.field]).toEqual([422, 'response_status']);
       const none = await outcome(key, session.id, retry.id, { response_status: null, duration_ms: 1 });
       expect([none.status, none.body.error.field]).toEqual([422, 'response_status']);

@@ -94,6 +94,9 @@ const REMEMBERED = 1000;
 /** Forwards on the wire at once, as many as the sandbox sends to one webhook (webhooks/send-limits.ts). */
 const FORWARDS_AT_ONCE = 4;
 
+/** The pauses before each new try at telling the sandbox an answer it could not take. */
+const REPORT_PAUSES_MS = [250, 500, 1000, 2000, 4000];
+
 /** The session ended while the command was away, or the sandbox ended it (a reset): open another. */
 class SessionEnded extends Error {}
 
@@ -298,15 +301,33 @@ class Listener {
     return outcome;
   }
 
-  /** Tells the sandbox the answer; one that cannot be told now is told when the delivery comes again. */
+  /**
+   * Tells the sandbox the answer, trying again a few times while it cannot answer (a moment without
+   * its database): the sandbox sends a delivery again only on a new connection, so an answer dropped
+   * while this one stays up would leave the delivery unanswered. One still not told is told when the
+   * delivery comes again.
+   */
   private async report(delivery: DeliveryMessage, outcome: DeliveryOutcomeInput): Promise<void> {
     const path = `/_sandbox/listeners/${segment(delivery.listener_id)}/deliveries/${segment(delivery.id)}/outcome`;
-    try {
-      await this.api.post(path, outcome);
-    } catch (error) {
-      if (error instanceof SandboxError && error.status < 500)
-        say(`The sandbox refused the answer to ${delivery.id}: ${error.message}`);
-      else if (!(error instanceof UnreachableError || error instanceof SandboxError)) throw error;
+    for (let tries = 0; ; tries++) {
+      try {
+        await this.api.post(path, outcome);
+        return;
+      } catch (error) {
+        if (error instanceof SandboxError && error.status < 500) {
+          say(`The sandbox refused the answer to ${delivery.id}: ${error.message}`);
+          return;
+        }
+        if (!(error instanceof UnreachableError || error instanceof SandboxError)) throw error;
+        const pause = REPORT_PAUSES_MS[tries];
+        if (pause === undefined) {
+          say(
+            `Could not tell the sandbox the answer to ${delivery.id} (${error.message}); it is told when the delivery comes again.`,
+          );
+          return;
+        }
+        await sleep(pause);
+      }
     }
   }
 }

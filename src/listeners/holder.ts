@@ -155,11 +155,20 @@ export class SessionHolder {
     for (const connection of connections) this.close(connection);
   }
 
+  /**
+   * Ends the connection's stream, once, and lets go of its session at once: a command that stopped
+   * reading (suspended, say) may never take in what is still queued for it, and the stream's own end
+   * waits for that.
+   */
   private close(connection: Connection, reason?: string): void {
+    if (connection.closed) return;
     connection.closed = true;
-    if (!connection.sink) return;
-    if (reason) connection.sink.event('ended', JSON.stringify({ reason }));
-    connection.sink.close();
+    if (connection.heartbeat) clearInterval(connection.heartbeat);
+    if (connection.sink) {
+      if (reason) connection.sink.event('ended', JSON.stringify({ reason }));
+      connection.sink.close();
+    }
+    void this.release(connection);
   }
 
   /** Sends each connection the attempts handed to its session that it has not sent yet. */
@@ -174,8 +183,12 @@ export class SessionHolder {
     for (const connection of connections) {
       connection.sending = connection.sending
         .then(async () => {
-          for (const attempt of await owed) {
-            if (attempt.sessionId !== connection.sessionId || connection.sent.has(attempt.id)) continue;
+          const attempts = (await owed).filter((attempt) => attempt.sessionId === connection.sessionId);
+          // What the session no longer owes needs no remembering: answered, or failed with it gone.
+          const stillOwed = new Set(attempts.map((attempt) => attempt.id));
+          for (const id of connection.sent) if (!stillOwed.has(id)) connection.sent.delete(id);
+          for (const attempt of attempts) {
+            if (connection.sent.has(attempt.id)) continue;
             if (connection.released || !connection.sink) return;
             const message = await this.messageOf(attempt);
             if (!message) continue;

@@ -59,15 +59,21 @@ export class ListenerQueue implements DueQueue {
   }
 
   /**
-   * Resolves once no command that holds a session of the account owes an answer, or once a forward
-   * would have timed out: a command that went silent does not hold an advance up for longer.
+   * Resolves once no command that holds a session of the account owes an answer, or once no answer
+   * has come for as long as a forward may take: a command that went silent does not hold an advance
+   * up for longer, and one that answers slowly (four forwards at a time) is waited for while it does.
    */
   async settled(accountId: string): Promise<boolean> {
     const { db, store, nextAnswer, timeoutMs } = this.deps;
-    const deadline = performance.now() + timeoutMs + ANSWER_MARGIN_MS;
-    while (performance.now() < deadline && (await store.awaitsAnswer(db, accountId))) {
+    const patience = timeoutMs + ANSWER_MARGIN_MS;
+    let deadline = performance.now() + patience;
+    let owed = await store.answersOwed(db, accountId);
+    while (owed > 0 && performance.now() < deadline) {
       // An answer posted to another process is seen by looking again.
       await nextAnswer(accountId, ANSWER_POLL_MS);
+      const left = await store.answersOwed(db, accountId);
+      if (left < owed) deadline = performance.now() + patience;
+      owed = left;
     }
     return true;
   }

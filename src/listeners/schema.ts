@@ -95,7 +95,8 @@ export const ListenerDeliveryListSchema = z
 
 export const DeliveryOutcomeSchema = z
   .object({
-    response_status: z.number().int().min(100).max(599).nullable().openapi({
+    // Three digits, as an HTTP status line may carry: a receiver's odd 799 is its answer all the same.
+    response_status: z.number().int().min(100).max(999).nullable().openapi({
       description:
         "the receiver's status; null when it did not answer (then `error` says why), or when the command only prints",
     }),

@@ -159,8 +159,8 @@ const SQL = {
   failGone: `UPDATE listener_attempts SET status = 'failed', error = 'listener_gone', error_message = ?
     WHERE id = ? AND status = 'scheduled'`,
   // An answer the account's command still owes: handed to a session that a connection holds.
-  selectAwaited: `SELECT 1 FROM listener_sessions s JOIN listener_attempts a ON a.session_id = s.id
-    WHERE s.account_id = ? AND s.ended_at IS NULL AND s.holder IS NOT NULL AND a.status = 'sending' LIMIT 1`,
+  countAwaited: `SELECT count(*) FROM listener_sessions s JOIN listener_attempts a ON a.session_id = s.id
+    WHERE s.account_id = ? AND s.ended_at IS NULL AND s.holder IS NOT NULL AND a.status = 'sending'`,
   recordOutcome: `UPDATE listener_attempts SET status = @status, response_status = @responseStatus,
       response_excerpt = @responseExcerpt, duration_ms = @durationMs, error = @error,
       error_message = @errorMessage, next_attempt_at = @nextAttemptAt
@@ -294,8 +294,8 @@ export class ListenerStore {
   }
 
   /** Whether a command holding one of the account's sessions owes the answer to an attempt. */
-  async awaitsAnswer(q: Sql, accountId: string): Promise<boolean> {
-    return (await q.value(SQL.selectAwaited, [accountId])) !== undefined;
+  async answersOwed(q: Sql, accountId: string): Promise<number> {
+    return Number(await q.value(SQL.countAwaited, [accountId]));
   }
 
   /** Writes the outcome of an attempt still `sending`: false when it already had one. */

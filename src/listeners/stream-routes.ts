@@ -5,6 +5,9 @@ import { BEARER_SECURITY, controlErrors, ErrorCodes, idParam, type Router } from
 import type { SessionHolder, StreamSink } from './holder.js';
 import { DeliveryMessageSchema, ReadyMessageSchema } from './schema.js';
 
+/** How long a closing stream waits for its last messages to be taken in. */
+const CLOSE_GRACE_MS = 5000;
+
 /**
  * `GET /listeners/{id}/stream`: the connection that holds a listen session, as server-sent events
  * (`shipping-sandbox listen` reads it). Server-sent events down and a plain POST back for each
@@ -70,8 +73,18 @@ export function addListenerStream(router: Router, holder: SessionHolder): void {
             const sink: StreamSink = {
               event: (event, data, id) => write({ event, data, ...(id ? { id } : {}) }),
               comment: (text) => write(`: ${text}\n\n`),
-              // The writes already queued go first.
-              close: () => void writes.then(end),
+              // The writes already queued go first, unless the command does not take them in: a
+              // client that stopped reading would hold the stream (and what waits for it) for good.
+              close: () => {
+                const giveUp = setTimeout(() => {
+                  stream.abort();
+                  end();
+                }, CLOSE_GRACE_MS).unref();
+                void writes.then(() => {
+                  clearTimeout(giveUp);
+                  end();
+                });
+              },
             };
             // The client went away (Node's adapter cancels the body), or the stream was ended here.
             stream.onAbort(end);
