@@ -296,8 +296,10 @@ describe('/openapi.json', () => {
       .map(keyOf)
       .sort();
     expect(capped).toEqual([
+      'GET /_sandbox/requests/stream',
       'POST /_sandbox/faults',
       'POST /_sandbox/keys',
+      'POST /_sandbox/listeners',
       'POST /_sandbox/webhooks',
       'POST /v1/webhooks',
     ]);

@@ -100,6 +100,41 @@ describe('GET /_sandbox/requests/stream on a running sandbox', () => {
     expect(((await narrow.json()) as any).error.code).toBe('insufficient_scope');
   });
 
+  it('opens at most 20 streams of an account at once, and another once one closes', async () => {
+    const [key, other] = await Promise.all([newAccountAt(sandbox.origin), newAccountAt(sandbox.origin)]);
+    const url = `${sandbox.origin}/_sandbox/requests/stream`;
+    const streams = [];
+    for (let i = 0; i < 20; i++) streams.push(await openStream(url, key));
+    try {
+      expect(streams.map((stream) => stream.status)).toEqual(Array(20).fill(200));
+      const refused = await fetch(url, { headers: { authorization: `Bearer ${key}` } });
+      expect(refused.status).toBe(422);
+      expect(((await refused.json()) as any).error).toMatchObject({
+        code: 'limit_reached',
+        message:
+          'An account has at most 20 request streams open on a server; close one first (a `logs tail`, say). This one has 20.',
+      });
+      // Another account's are its own.
+      const theirs = await openStream(url, other);
+      expect(theirs.status).toBe(200);
+      theirs.close();
+
+      const closing = streams.pop();
+      closing?.close();
+      await closing?.ended;
+      await vi.waitFor(
+        async () => {
+          const again = await openStream(url, key);
+          streams.push(again);
+          expect(again.status).toBe(200);
+        },
+        { timeout: 5000, interval: 50 },
+      );
+    } finally {
+      for (const stream of streams) stream.close();
+    }
+  });
+
   it('ends open streams when the sandbox shuts down, so they do not hold the shutdown up', async () => {
     const own = await startServer(testConfig({ database: await testDatabaseUrl() }));
     const key = await newAccountAt(own.origin);

@@ -999,7 +999,7 @@ export interface paths {
         };
         /**
          * The account's API requests as they happen, as server-sent events
-         * @description One `request` event a request the journal records, `id` its `req_…` id and `data` the `JournalEntry` as JSON. A comment line every 15 s keeps the connection alive. When the client reads slower than requests come, entries are left out and a `dropped` event says how many (`{"count": n}`). Watching counts nowhere: not in the account's rate limits, its journal or its integration report.
+         * @description One `request` event a request the journal records, `id` its `req_…` id and `data` the `JournalEntry` as JSON. A comment line every 15 s keeps the connection alive. When the client reads slower than requests come, entries are left out and a `dropped` event says how many (`{"count": n}`). An account has at most 20 streams open at once on a server. Watching counts nowhere: not in the account's rate limits, its journal or its integration report.
          */
         get: operations["streamRequests"];
         put?: never;
@@ -10745,7 +10745,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Refused: `invalid_field`, `missing_field` */
+            /** @description Refused: `invalid_field`, `limit_reached`, `missing_field` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -10754,7 +10754,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         error: {
                             /** @enum {string} */
-                            code: "invalid_field" | "missing_field";
+                            code: "invalid_field" | "limit_reached" | "missing_field";
                         };
                     };
                 };
@@ -12190,6 +12190,20 @@ export interface operations {
                         error: {
                             /** @enum {string} */
                             code: "method_not_allowed";
+                        };
+                    };
+                };
+            };
+            /** @description Refused: `limit_reached` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        error: {
+                            /** @enum {string} */
+                            code: "limit_reached";
                         };
                     };
                 };

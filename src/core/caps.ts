@@ -16,6 +16,12 @@ export const ACCOUNT_CAPS = {
     what: 'open listen sessions',
     wayOut: 'stop the command of one first (its session ends 10 seconds after it disconnects)',
   },
+  // Counted by each server (replica): each stream holds what its client has not read yet.
+  requestStreams: {
+    max: 20,
+    what: 'request streams open on a server',
+    wayOut: 'close one first (a `logs tail`, say)',
+  },
 } as const satisfies Record<string, AccountCap>;
 
 export interface AccountCap {

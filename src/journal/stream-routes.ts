@@ -1,5 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi';
 import { type SSEMessage, streamSSE } from 'hono/streaming';
+import { ACCOUNT_CAPS, ensureUnderCap } from '../core/caps.js';
 import { requireScope } from '../http/auth.js';
 import { BEARER_SECURITY, controlErrors, type Router } from '../http/router.js';
 import { type JournaledRequest, presentRequest, type RequestJournal } from './journal.js';
@@ -8,11 +9,12 @@ import { type JournaledRequest, presentRequest, type RequestJournal } from './jo
 export const HEARTBEAT_MS = 15_000;
 
 /**
- * Entries written to a stream but not yet taken by its client. A client that reads slower than its
+ * Characters written to a stream but not yet taken by its client. A client that reads slower than its
  * account makes requests would otherwise make the sandbox hold every entry for it; past this, entries
- * are left out and counted, and the client is told how many once it catches up.
+ * are left out and counted, and the client is told how many once it catches up. Characters, not
+ * entries: an entry carries its request's path and query, which may be long.
  */
-const MAX_UNREAD = 1000;
+const MAX_UNREAD_CHARACTERS = 1024 * 1024;
 
 /**
  * `GET /requests/stream`: the account's API requests as the journal records them (every replica's),
@@ -30,6 +32,8 @@ export function addRequestStream(
 ): () => void {
   const heartbeatMs = options.heartbeatMs ?? HEARTBEAT_MS;
   const open = new Set<() => void>();
+  /** By account, the streams open in this process. */
+  const streamsOf = new Map<string, number>();
 
   router.openapi(
     createRoute({
@@ -42,8 +46,8 @@ export function addRequestStream(
         'One `request` event a request the journal records, `id` its `req_…` id and `data` the ' +
         '`JournalEntry` as JSON. A comment line every 15 s keeps the connection alive. When the client ' +
         'reads slower than requests come, entries are left out and a `dropped` event says how many ' +
-        '(`{"count": n}`). Watching counts nowhere: not in the account\'s rate limits, its journal or ' +
-        'its integration report.',
+        '(`{"count": n}`). An account has at most 20 streams open at once on a server. Watching counts ' +
+        "nowhere: not in the account's rate limits, its journal or its integration report.",
       security: BEARER_SECURITY,
       middleware: [requireScope('shipments:read')] as const,
       responses: {
@@ -51,36 +55,56 @@ export function addRequestStream(
           description: 'The stream; it ends when the client goes away or the sandbox stops',
           content: { 'text/event-stream': { schema: z.string() } },
         },
-        ...controlErrors(),
+        ...controlErrors('limit_reached'),
       },
     }),
     async (c) => {
       const { accountId } = c.get('caller');
+      // Counted in this process: each stream holds what its client has not read yet.
+      const held = streamsOf.get(accountId) ?? 0;
+      ensureUnderCap(held, ACCOUNT_CAPS.requestStreams);
+      streamsOf.set(accountId, held + 1);
+      let counted = true;
+      const letGo = () => {
+        if (!counted) return;
+        counted = false;
+        const left = (streamsOf.get(accountId) ?? 1) - 1;
+        if (left > 0) streamsOf.set(accountId, left);
+        else streamsOf.delete(accountId);
+      };
       // Following starts before the answer does, so that a database out of reach is a 503, not an
       // empty stream. What comes before the stream is ready waits for it.
       const early: JournaledRequest[] = [];
       let hear = (request: JournaledRequest) => {
         early.push(request);
       };
-      const stopWatching = await journal.watch(accountId, (request) => hear(request));
+      let stopWatching: () => void;
+      try {
+        stopWatching = await journal.watch(accountId, (request) => hear(request));
+      } catch (error) {
+        letGo();
+        throw error;
+      }
       return streamSSE(
         c,
         (stream) =>
           new Promise<void>((ended) => {
-            // One write at a time, in order; `unread` counts those the client has not taken yet.
+            // One write at a time, in order; `unread` counts the characters the client has not taken yet.
             let writes = Promise.resolve();
             let unread = 0;
             let dropped = 0;
             const send = (message: SSEMessage | string) => {
-              unread += 1;
+              const size = typeof message === 'string' ? message.length : String(message.data).length;
+              unread += size;
               writes = writes.then(async () => {
                 await (typeof message === 'string' ? stream.write(message) : stream.writeSSE(message));
-                unread -= 1;
+                unread -= size;
               });
             };
             const heartbeat = setInterval(() => send(': heartbeat\n\n'), heartbeatMs);
             const end = () => {
               clearInterval(heartbeat);
+              letGo();
               stopWatching();
               open.delete(end);
               ended();
@@ -91,7 +115,7 @@ export function addRequestStream(
             // Sends the head at once: the client knows it is listening before any request comes.
             send(': listening\n\n');
             hear = (request) => {
-              if (unread >= MAX_UNREAD) {
+              if (unread >= MAX_UNREAD_CHARACTERS) {
                 dropped += 1;
                 return;
               }

@@ -58,7 +58,7 @@ export function listenerRoutes(listeners: ListenerService): Router {
       request: { body: jsonBody(OpenListenerSchema) },
       responses: {
         201: jsonResponse(ListenerSchema, 'The session'),
-        ...controlErrors(...ErrorCodes.body, ...ErrorCodes.validation, ...ErrorCodes.write),
+        ...controlErrors(...ErrorCodes.body, ...ErrorCodes.validation, 'limit_reached', ...ErrorCodes.write),
       },
     }),
     async (c) => c.json(presentListener(await listeners.open(c.get('caller'), c.req.valid('json'))), 201),
