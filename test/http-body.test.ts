@@ -70,6 +70,45 @@ describe('request bodies through Hono', () => {
     expect(await response.json()).toMatchObject({ error: { code: 'request_too_large' } });
   });
 
+  it('reads a body as UTF-8 only: other bytes, another charset and a compressed body are refused', async () => {
+    const server = serve({ fetch: app().fetch, hostname: '127.0.0.1', port: 0 }) as Server;
+    await new Promise((resolve) => server.once('listening', resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const send = async (bytes: Buffer, headers: Record<string, string>) => {
+        const body = new Uint8Array(bytes);
+        const sent = { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } };
+        const answers = [
+          await app().request('/things', sent),
+          await fetch(`http://127.0.0.1:${port}/things`, sent),
+        ];
+        return Promise.all(answers.map(async (answer) => [answer.status, await answer.json()]));
+      };
+      // "Zoë" in Latin-1: not UTF-8, whatever it says it is.
+      const latin1 = Buffer.from('{"name":"Zo\xeb"}', 'latin1');
+      for (const [status, body] of await send(latin1, {}))
+        expect([status, body.error.code]).toEqual([400, 'invalid_json']);
+      for (const [status, body] of await send(latin1, {
+        'content-type': 'application/json; charset=iso-8859-1',
+      }))
+        expect([status, body.error]).toEqual([
+          400,
+          {
+            code: 'unsupported_content_type',
+            message: 'Request bodies are read as UTF-8, as JSON is; charset=iso-8859-1 is not taken.',
+          },
+        ]);
+      for (const [status, body] of await send(Buffer.from('{"name":"Zoë"}'), { 'content-encoding': 'gzip' }))
+        expect([status, body.error.code]).toEqual([400, 'unsupported_content_type']);
+      for (const [status, body] of await send(Buffer.from('{"name":"Zoë"}'), {
+        'content-type': 'application/json; charset="UTF-8"',
+      }))
+        expect([status, body]).toEqual([200, { got: { name: 'Zoë' } }]);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
   it('refuses blanks sent without a media type alike in process and over a socket', async () => {
     const blanks = () => ({ method: 'POST', body: new TextEncoder().encode('   ') });
     const inProcess = await app().request('/things', blanks());

@@ -15,6 +15,10 @@ const tooLarge = () =>
 
 const mediaTypeOf = (contentType: string | undefined) => (contentType ?? '').split(';')[0]?.trim() ?? '';
 
+/** The `charset` parameter of a Content-Type, lower-cased and unquoted, if it has one. */
+const charsetOf = (contentType: string | undefined) =>
+  /;\s*charset\s*=\s*"?([^";\s]+)"?/i.exec(contentType ?? '')?.[1]?.toLowerCase();
+
 /**
  * Hands `text` back to Hono as the request's body, for the route's validator to read: as the text
  * `c.req.text()` and `c.req.json()` answer from (`bodyCache`, the public field `HonoRequest` keeps
@@ -53,6 +57,21 @@ export const readRequest = createMiddleware<AppEnv>((c, next) => {
 async function readThenGoOn(c: Context<AppEnv>, next: Next): Promise<void> {
   const declared = Number(c.req.header('content-length') ?? Number.NaN);
   if (declared > MAX_BODY_BYTES) throw tooLarge();
+  const encoding = c.req.header('content-encoding')?.trim().toLowerCase();
+  // Not decoded here: a compressed body would be read as text it is not.
+  if (encoding && encoding !== 'identity')
+    throw new ApiError(
+      400,
+      'unsupported_content_type',
+      `Request bodies must be sent uncompressed (no Content-Encoding), not ${encoding}.`,
+    );
+  const charset = charsetOf(c.req.header('content-type'));
+  if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8')
+    throw new ApiError(
+      400,
+      'unsupported_content_type',
+      `Request bodies are read as UTF-8, as JSON is; charset=${charset} is not taken.`,
+    );
   const text = await readBodyText(c, MAX_BODY_BYTES);
   if (text === undefined) throw tooLarge();
   c.set('bodyText', text);

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
 import type { Http2ServerRequest } from 'node:http2';
 import { TLSSocket } from 'node:tls';
@@ -43,7 +44,7 @@ export async function readBodyText(c: NodeContext, max: number): Promise<string 
   } catch {
     throw clientClosedRequest();
   }
-  return Buffer.concat(chunks).toString('utf8');
+  return utf8Text(Buffer.concat(chunks));
 }
 
 function readNodeBody(
@@ -70,7 +71,11 @@ function readNodeBody(
     };
     const onEnd = () => {
       done();
-      resolve(Buffer.concat(chunks).toString('utf8'));
+      try {
+        resolve(utf8Text(Buffer.concat(chunks)));
+      } catch (error) {
+        reject(error);
+      }
     };
     const onClose = () => {
       done();
@@ -81,6 +86,16 @@ function readNodeBody(
     incoming.once('close', onClose);
     incoming.once('error', onClose);
   });
+}
+
+/**
+ * The body's bytes as text. JSON is UTF-8 (RFC 8259): bytes that are not (Latin-1 text, say) are
+ * refused rather than read with U+FFFD in their place, which would store text the client never sent.
+ */
+function utf8Text(bytes: Buffer): string {
+  if (!isUtf8(bytes))
+    throw new ApiError(400, 'invalid_json', 'The request body is not valid UTF-8, which JSON must be.');
+  return bytes.toString('utf8');
 }
 
 /**
