@@ -34,7 +34,7 @@ export function accountsModule(settings: {
     migrations: ACCOUNTS_MIGRATIONS,
     build({ db, realNow, logger, ports, provide }) {
       const store = new AccountStore(db.engine === 'sqlite');
-      const rateCounts = rateCountsFor(db, realNow);
+      const rateCounts = rateCountsFor(db, realNow, logger);
       const rateLimiter = new RateLimiter(rateCounts);
       const service = new AccountService({
         db,

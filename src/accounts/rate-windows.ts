@@ -1,3 +1,4 @@
+import type { Logger } from 'pino';
 import {
   admits,
   type Ceiling,
@@ -23,8 +24,8 @@ export interface AccountRateCounts extends RateCounts {
  * request costs a few map lookups), in the database's `rate_windows` over PostgreSQL, so that the
  * ceilings count the requests of every replica together.
  */
-export function rateCountsFor(db: Sql, realNow: () => number): AccountRateCounts {
-  if (db.engine === 'postgres') return new PostgresRateCounts(db, realNow);
+export function rateCountsFor(db: Sql, realNow: () => number, logger: Logger): AccountRateCounts {
+  if (db.engine === 'postgres') return new PostgresRateCounts(db, realNow, logger);
   const memory = new MemoryRateCounts();
   return {
     take: (ceilings, at, enforce) => memory.take(ceilings, at, enforce),
@@ -54,6 +55,7 @@ class PostgresRateCounts implements AccountRateCounts {
   constructor(
     private readonly db: Sql,
     private readonly realNow: () => number,
+    private readonly logger: Logger,
   ) {}
 
   take(ceilings: readonly Ceiling[], at: RateInstant, enforce: boolean): CountsTaken | Promise<CountsTaken> {
@@ -61,7 +63,7 @@ class PostgresRateCounts implements AccountRateCounts {
       const taken = this.tally.take(ceilings, at);
       this.timer ??= setTimeout(() => {
         this.timer = undefined;
-        void this.flush().catch(() => undefined);
+        this.flush().catch((error: unknown) => this.couldNotWrite(error));
       }, FLUSH_MS).unref();
       return taken;
     }
@@ -69,8 +71,9 @@ class PostgresRateCounts implements AccountRateCounts {
   }
 
   private async takeInDatabase(ceilings: readonly Ceiling[], at: RateInstant): Promise<CountsTaken> {
-    // Counts of these ceilings still in the tally (their limits were off a moment ago) go in first.
-    if (this.tally.holds(ceilings)) await this.flush();
+    // Counts of these ceilings still in the tally (their limits were off a moment ago) go in first;
+    // if they cannot be written now, the request is still counted and decided on the rows.
+    if (this.tally.holds(ceilings)) await this.flush().catch((error: unknown) => this.couldNotWrite(error));
     const row = await this.db.get<{ counts: number[]; real_ends: (string | number | null)[] }>(
       'SELECT counts, real_ends FROM rate_take(@keys, @limits, @windowEnds, @now, @real, @frozen, true)',
       {
@@ -92,9 +95,16 @@ class PostgresRateCounts implements AccountRateCounts {
     return taken;
   }
 
-  /** Adds the tally's counts to the rows, and learns the rows' counts from the answer. */
+  private couldNotWrite(error: unknown): void {
+    this.logger.warn({ err: error }, 'rate-limit counts could not be written; trying again with the next');
+  }
+
+  /**
+   * Adds the tally's counts to the rows, and learns the rows' counts from the answer. A flush that
+   * fails keeps its counts for the next; the chain itself never stays failed.
+   */
   flush(): Promise<void> {
-    this.flushing = this.flushing.then(async () => {
+    const run = this.flushing.then(async () => {
       const batch = this.tally.send();
       if (batch.length === 0) return;
       try {
@@ -114,7 +124,8 @@ class PostgresRateCounts implements AccountRateCounts {
         throw error;
       }
     });
-    return this.flushing;
+    this.flushing = run.catch(() => undefined);
+    return run;
   }
 
   async forget(tx: Sql, prefixes: readonly string[]): Promise<void> {
@@ -180,9 +191,13 @@ class Tally {
     return { counts, realEnds };
   }
 
-  /** What the database answered a counted request (its limits on): the row's count, this one included. */
+  /**
+   * What the database answered a counted request (its limits on): the row's count, this one included,
+   * for the keys this tally already follows (those whose limits were off here); others are not kept.
+   */
   learn(ceilings: readonly Ceiling[], at: RateInstant, taken: CountsTaken, counted: boolean): void {
     ceilings.forEach((ceiling, i) => {
+      if (!this.entries.has(ceiling.key)) return;
       const entry = this.current(ceiling, at);
       entry.read = (taken.counts[i] ?? 0) + (counted ? 1 : 0);
     });
@@ -244,6 +259,10 @@ class Tally {
     const window = windowEndOf(ceiling, at.now);
     const entry = this.entries.get(ceiling.key);
     if (entry && isCurrent(entry, window, at.real)) return entry;
+    // A request whose time was read just before a newer request's counts in the newer window, rather
+    // than dropping that window's counts not yet written.
+    if (entry && entry.window > window && (entry.realEnd === undefined || at.real < entry.realEnd))
+      return entry;
     const fresh = {
       window,
       realEnd: at.frozen ? at.real + (window - at.now) : undefined,
