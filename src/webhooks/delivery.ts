@@ -25,6 +25,12 @@ export interface SentRequest {
 
 const CLAIMED_ELSEWHERE = Symbol('claimed by another replica');
 
+/**
+ * How much longer than a send's timeout an advance waits for other replicas' sends when none of them
+ * changes: as long as a slot on the wire lasts (dispatcher.ts).
+ */
+const STALL_MARGIN_MS = 5_000;
+
 /** How an attempt shows in the summary of a clock advance. */
 export const WEBHOOK_ATTEMPT = 'webhook.attempt';
 
@@ -147,15 +153,27 @@ export class WebhookDelivery implements DueQueue {
     // Waited for: this process's sends while it holds them (or is taking them over), and another's until
     // the slot it took on the wire ends, by which time the send has timed out: one whose outcome could
     // not be written stays `sending` for good (until its sender's next start, or its takeover once it
-    // died), and waiting on it would hold the advance forever. A stopping sandbox leaves its cut-off
-    // sends `sending` for the next start, so it waits for none.
+    // died), and waiting on it would hold the advance forever. Another's that never took a slot (its
+    // send failed first) is waited for only while the sends waited for change now and then. A stopping
+    // sandbox leaves its cut-off sends `sending` for the next start, so it waits for none.
     const me = this.deps.scheduler.replica.id;
-    const onTheWire = async () =>
-      (await attempts.sending(db, accountId, me)).some((attempt) =>
+    const patience = this.deps.timeoutMs + STALL_MARGIN_MS;
+    let waitedFor = '';
+    let stallsAt = performance.now() + patience;
+    const onTheWire = async () => {
+      const sends = (await attempts.sending(db, accountId, me)).filter((attempt) =>
         attempt.mine
           ? this.dispatcher.holds(attempt.id) || this.takingOver.has(attempt.id)
           : !attempt.slotOver,
       );
+      const now = performance.now();
+      const ids = sends.map((attempt) => attempt.id).join(' ');
+      if (ids !== waitedFor) {
+        waitedFor = ids;
+        stallsAt = now + patience;
+      }
+      return sends.some((attempt) => attempt.mine) || (sends.length > 0 && now < stallsAt);
+    };
     for (let pause = 5; !this.dispatcher.stopping && (await onTheWire()); pause = Math.min(pause * 2, 100)) {
       await this.takeOverAbandoned(undefined, accountId);
       if (!(await this.dispatcher.settled(accountId))) return false;
