@@ -191,6 +191,26 @@ describe('routes', () => {
   });
 });
 
+describe('a body that is not UTF-8 JSON', () => {
+  it('is refused once its caller is known: journaled and counted, and a bad key is a 401 first', async () => {
+    const sandbox = await createTestSandbox();
+    const latin1 = new Uint8Array(Buffer.from('{"reference":"Zo\xeb"}', 'latin1'));
+    const send = (key: string) =>
+      sandbox.app.request('/v1/shipments', {
+        method: 'POST',
+        body: latin1,
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      });
+    const refused = await send(DEFAULT_KEY);
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as any).error.code).toBe('invalid_json');
+    expect(refused.headers.get('x-ratelimit-remaining')).not.toBeNull();
+    const journal = (await sandbox.call('GET', '/_sandbox/requests')).json.data;
+    expect(journal[0]).toMatchObject({ method: 'POST', path: '/v1/shipments', status: 400 });
+    expect((await send('svc_test_0123456789abcdef0123456789abcdef')).status).toBe(401);
+  });
+});
+
 describe('query parameters', () => {
   it.each([
     ['/v1/shipments?limit=5&limit=6', 'limit', 2],

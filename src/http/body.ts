@@ -57,27 +57,43 @@ export const readRequest = createMiddleware<AppEnv>((c, next) => {
 async function readThenGoOn(c: Context<AppEnv>, next: Next): Promise<void> {
   const declared = Number(c.req.header('content-length') ?? Number.NaN);
   if (declared > MAX_BODY_BYTES) throw tooLarge();
+  let refusal = unreadable(c);
+  let text: string | undefined;
+  try {
+    text = await readBodyText(c, MAX_BODY_BYTES);
+  } catch (error) {
+    if (!(error instanceof ApiError && error.code === 'invalid_json')) throw error;
+    refusal ??= error;
+    text = '';
+  }
+  if (text === undefined) throw tooLarge();
+  // Refused once the request is known to be its caller's (`requireJsonObjectBody`), so that it is
+  // journaled and counted as any other bad body is; none of it reaches a route meanwhile.
+  if (refusal) c.set('bodyRefusal', refusal);
+  c.set('bodyText', refusal ? '' : text);
+  handBack(c, refusal ? '' : text);
+  refuseNulInUrl(c);
+  await next();
+}
+
+/** A body the sandbox cannot read as the JSON text it was sent as: compressed, or in another charset. */
+function unreadable(c: Context<AppEnv>): ApiError | undefined {
   const encoding = c.req.header('content-encoding')?.trim().toLowerCase();
   // Not decoded here: a compressed body would be read as text it is not.
   if (encoding && encoding !== 'identity')
-    throw new ApiError(
+    return new ApiError(
       400,
       'unsupported_content_type',
       `Request bodies must be sent uncompressed (no Content-Encoding), not ${encoding}.`,
     );
   const charset = charsetOf(c.req.header('content-type'));
   if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8')
-    throw new ApiError(
+    return new ApiError(
       400,
       'unsupported_content_type',
       `Request bodies are read as UTF-8, as JSON is; charset=${charset} is not taken.`,
     );
-  const text = await readBodyText(c, MAX_BODY_BYTES);
-  if (text === undefined) throw tooLarge();
-  c.set('bodyText', text);
-  handBack(c, text);
-  refuseNulInUrl(c);
-  await next();
+  return undefined;
 }
 
 /**
@@ -87,6 +103,8 @@ async function readThenGoOn(c: Context<AppEnv>, next: Next): Promise<void> {
  * error; without a JSON media type it is left empty, which Hono's validator reads as `{}` too.
  */
 export const requireJsonObjectBody = createMiddleware<AppEnv>((c, next) => {
+  const refusal = c.get('bodyRefusal');
+  if (refusal) throw refusal;
   const text = c.get('bodyText');
   if (text === undefined) return next();
   const mediaType = mediaTypeOf(c.req.header('content-type'));

@@ -14,6 +14,8 @@ export interface AppEnv {
     caller: Caller;
     /** The request body as read by `readRequest` (POST, PUT and PATCH only), before anything else ran. */
     bodyText: string;
+    /** Why that body cannot be read as the JSON it was sent as (not UTF-8, compressed); said once the caller is known. */
+    bodyRefusal: ApiError;
     /** Set when an injected fault dropped the connection: there is no answer to journal. */
     dropped: boolean;
     /**
