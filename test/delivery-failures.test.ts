@@ -153,6 +153,31 @@ describe.runIf(TEST_ENGINE === 'postgres')('an outcome that cannot be written, o
   }, 30_000);
 });
 
+describe.runIf(TEST_ENGINE === 'postgres')('a send that failed before it took a slot on the wire', () => {
+  it('holds an advance through another replica only until the sends it waits for stop changing', async () => {
+    const url = await newPostgresSchema();
+    const parts = () => ({ database: postgresDatabase(url, { poolSize: 4 }) });
+    const a = await frozen({ webhookTimeoutMs: 500 }, parts());
+    const b = await createTestSandbox({ webhookTimeoutMs: 500 }, parts());
+    sandboxes.push(b);
+    const target = await receiver();
+    const hook = await register(a, target.url);
+    // Taking the slot (setting the end of its time on the wire) fails: the send never goes out.
+    await a.db.run(`CREATE FUNCTION refuse_slot() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN RAISE EXCEPTION 'slot refused by the test'; END $$`);
+    await a.db.run(`CREATE TRIGGER refuse_slot BEFORE UPDATE ON webhook_attempts FOR EACH ROW
+      WHEN (NEW.on_wire_until IS NOT NULL AND NEW.on_wire_until IS DISTINCT FROM OLD.on_wire_until)
+      EXECUTE FUNCTION refuse_slot()`);
+    await createShipment(a);
+    expect((await advance(a, 0)).status).toBe(200);
+    expect(a.logLines.some((line) => line.msg === 'could not send a delivery')).toBe(true);
+    expect(await statuses(a, hook.id)).toEqual(['sending']);
+
+    expect((await advance(b, 60)).status).toBe(200);
+    expect(target.requests).toHaveLength(0);
+  }, 30_000);
+});
+
 describe.runIf(TEST_ENGINE === 'postgres')('a take-over cut short', () => {
   it('gives the attempt back, and the next advance sends it', async () => {
     const sandbox = await frozen();

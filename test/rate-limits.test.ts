@@ -1,4 +1,5 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
+import { TEST_ENGINE } from './databases.js';
 import { createTestSandbox, DEFAULT_KEY, expectError, type TestSandbox } from './helpers.js';
 
 /** A fresh account on `plan` with a frozen clock at the start of a minute; returns its key. */
@@ -146,6 +147,38 @@ describe('rate limits', () => {
     for (let i = 0; i < 125; i++)
       expect((await sandbox.call('GET', '/v1/shipments', { key: DEFAULT_KEY })).status).toBe(200);
   });
+
+  it.runIf(TEST_ENGINE === 'postgres')(
+    'keeps counting with limits off through a write of the counts that failed, and decides on them once on',
+    async () => {
+      const sandbox = await createTestSandbox();
+      const key = await account(sandbox, 'starter');
+      await sandbox.call('POST', '/_sandbox/clock', { key, body: { frozen: true } });
+      expect(
+        (await sandbox.call('POST', '/_sandbox/account', { key, body: { rate_limits: false } })).status,
+      ).toBe(200);
+      const signature = 'rate_add(text[], bigint[], bigint[], integer[], bigint)';
+      await sandbox.db.run(`ALTER FUNCTION ${signature} RENAME TO rate_add_away`);
+      for (let i = 0; i < 3; i++)
+        expect((await sandbox.call('GET', '/v1/shipments', { key })).status).toBe(200);
+      await vi.waitFor(() =>
+        expect(
+          sandbox.logLines.some((line) => String(line.msg).startsWith('rate-limit counts could not be written')),
+        ).toBe(true),
+      );
+      await sandbox.db.run(
+        'ALTER FUNCTION rate_add_away(text[], bigint[], bigint[], integer[], bigint) RENAME TO rate_add',
+      );
+
+      expect(
+        (await sandbox.call('POST', '/_sandbox/account', { key, body: { rate_limits: true } })).status,
+      ).toBe(200);
+      const counted = await sandbox.call('GET', '/v1/shipments', { key });
+      expect(counted.status).toBe(200);
+      // The three made while limits were off, and this one: 60 a minute on the starter plan.
+      expect(counted.headers.get('x-ratelimit-remaining')).toBe('56');
+    },
+  );
 
   it('tells a client on a clock slowed to a crawl to wait a year at most, in whole seconds', async () => {
     const sandbox = await createTestSandbox();
