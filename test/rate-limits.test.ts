@@ -163,7 +163,9 @@ describe('rate limits', () => {
         expect((await sandbox.call('GET', '/v1/shipments', { key })).status).toBe(200);
       await vi.waitFor(() =>
         expect(
-          sandbox.logLines.some((line) => String(line.msg).startsWith('rate-limit counts could not be written')),
+          sandbox.logLines.some((line) =>
+            String(line.msg).startsWith('rate-limit counts could not be written'),
+          ),
         ).toBe(true),
       );
       await sandbox.db.run(
