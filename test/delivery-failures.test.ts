@@ -52,6 +52,16 @@ const statuses = async (sandbox: TestSandbox, webhookId: string) =>
 const createShipment = async (sandbox: TestSandbox) =>
   expect((await sandbox.call('POST', '/v1/shipments', { body: shipmentRequest() })).status).toBe(201);
 
+/** Two sandboxes over one PostgreSQL schema, as two replicas, with a short send timeout; the first frozen. */
+async function twoReplicas() {
+  const url = await newPostgresSchema();
+  const parts = () => ({ database: postgresDatabase(url, { poolSize: 4 }) });
+  const a = await frozen({ webhookTimeoutMs: 500 }, parts());
+  const b = await createTestSandbox({ webhookTimeoutMs: 500 }, parts());
+  sandboxes.push(b);
+  return [a, b] as const;
+}
+
 /** Makes the outcome's write fail with PostgreSQL's `code` (`disk_full` passes; `P0001` does not). */
 async function refuseOutcomes(sandbox: TestSandbox, code: string) {
   await sandbox.db.run(`CREATE OR REPLACE FUNCTION refuse_outcome() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -133,11 +143,7 @@ describe.runIf(TEST_ENGINE === 'postgres')('an outcome that cannot be written, o
   });
 
   it('on one replica: an advance through another waits only until the send has timed out', async () => {
-    const url = await newPostgresSchema();
-    const parts = () => ({ database: postgresDatabase(url, { poolSize: 4 }) });
-    const a = await frozen({ webhookTimeoutMs: 500 }, parts());
-    const b = await createTestSandbox({ webhookTimeoutMs: 500 }, parts());
-    sandboxes.push(b);
+    const [a, b] = await twoReplicas();
     const target = await receiver();
     const hook = await register(a, target.url);
     await refuseOutcomes(a, 'P0001');
@@ -155,11 +161,7 @@ describe.runIf(TEST_ENGINE === 'postgres')('an outcome that cannot be written, o
 
 describe.runIf(TEST_ENGINE === 'postgres')('a send that failed before it took a slot on the wire', () => {
   it('holds an advance through another replica only until the sends it waits for stop changing', async () => {
-    const url = await newPostgresSchema();
-    const parts = () => ({ database: postgresDatabase(url, { poolSize: 4 }) });
-    const a = await frozen({ webhookTimeoutMs: 500 }, parts());
-    const b = await createTestSandbox({ webhookTimeoutMs: 500 }, parts());
-    sandboxes.push(b);
+    const [a, b] = await twoReplicas();
     const target = await receiver();
     const hook = await register(a, target.url);
     // Taking the slot (setting the end of its time on the wire) fails: the send never goes out.
