@@ -1,22 +1,28 @@
 import Database from 'better-sqlite3';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDatabase, type PostgresServer, startPostgresServer } from '../scripts/embedded-postgres.js';
-import { numberParameters, PostgresSql } from '../src/db/postgres.js';
-import type { Sql } from '../src/db/sql.js';
+import { numberParameters, postgresDatabase } from '../src/db/postgres.js';
+import type { SandboxDatabase, Sql } from '../src/db/sql.js';
 import { SqliteSql } from '../src/db/sqlite.js';
 
 let server: PostgresServer;
-const pools: pg.Pool[] = [];
+const databases: SandboxDatabase[] = [];
 
 beforeAll(async () => {
   server = await startPostgresServer();
 }, 60_000);
 
 afterAll(async () => {
-  await Promise.all(pools.map((pool) => pool.end()));
+  await Promise.all(databases.map((database) => database.close()));
   await server?.stop();
 });
+
+/** A fresh database on the test's server, as the sandbox opens one. */
+async function openPostgres(options: Parameters<typeof postgresDatabase>[1] = {}): Promise<Sql> {
+  const database = postgresDatabase(await createDatabase(server.url), options);
+  databases.push(database);
+  return database.sql;
+}
 
 const TABLE = {
   sqlite: 'CREATE TABLE t (seq INTEGER PRIMARY KEY AUTOINCREMENT, a TEXT, n INTEGER)',
@@ -30,12 +36,9 @@ const engines: Record<string, () => Promise<Sql>> = {
     return new SqliteSql(connection);
   },
   postgres: async () => {
-    const pool = new pg.Pool({ connectionString: await createDatabase(server.url) });
-    // An idle connection ended by the server's stop is no error of the test's.
-    pool.on('error', () => {});
-    pools.push(pool);
-    await pool.query(TABLE.postgres);
-    return new PostgresSql(pool);
+    const sql = await openPostgres();
+    await sql.run(TABLE.postgres);
+    return sql;
   },
 };
 
@@ -121,5 +124,46 @@ describe.each(Object.keys(engines))('the %s engine', (engine) => {
       kept = tx;
     });
     await expect((kept as Sql).run("INSERT INTO t (a) VALUES ('late')")).rejects.toThrow(/ended/);
+  });
+});
+
+describe('statements on their own over PostgreSQL (pipelined)', () => {
+  const backend = 'SELECT pg_backend_pid() AS pid';
+
+  it('sends those in flight on one connection, each with its own answer or error', async () => {
+    // Never spilling to another connection, however slow the machine.
+    const sql = await openPostgres({ stalledAfterMs: 60_000 });
+    await sql.run(TABLE.postgres);
+    await sql.run('ALTER TABLE t ADD CONSTRAINT t_a UNIQUE (a)');
+    await sql.run("INSERT INTO t (a) VALUES ('taken')");
+    const writes = Array.from({ length: 40 }, (_, i) =>
+      sql.run('INSERT INTO t (a, n) VALUES (@a, @n)', { a: i === 17 ? 'taken' : `row ${i}`, n: i }),
+    );
+    const pids = Array.from({ length: 10 }, () => sql.value<number>('SELECT pg_backend_pid()'));
+    const settled = await Promise.allSettled(writes);
+    expect(settled.filter((outcome) => outcome.status === 'rejected')).toHaveLength(1);
+    expect((settled[17] as PromiseRejectedResult).reason).toMatchObject({ code: '23505' });
+    expect(new Set(await Promise.all(pids)).size).toBe(1);
+    expect(await sql.value('SELECT count(*) FROM t')).toBe(40);
+  });
+
+  it('sends the next ones on another connection while a slow one holds the first up', async () => {
+    const sql = await openPostgres({ stalledAfterMs: 0 });
+    const first = await sql.value<number>('SELECT pg_backend_pid()');
+    const slow = sql.get<{ pid: number }>('SELECT pg_backend_pid() AS pid, pg_sleep(0.5)');
+    // Sent behind the slow one, it would wait half a second; on another connection it answers first.
+    const quick = sql.get<{ pid: number }>(backend);
+    const winner = await Promise.race([quick.then(() => 'quick'), slow.then(() => 'slow')]);
+    expect(winner).toBe('quick');
+    expect((await slow)?.pid).toBe(first);
+    expect((await quick)?.pid).not.toBe(first);
+  });
+
+  it('opens a new connection for the next statement once the server ended it', async () => {
+    const sql = await openPostgres();
+    const pid = await sql.value<number>('SELECT pg_backend_pid()');
+    // Ended from one of the pool's connections, as a restarted server or an administrator would.
+    await sql.transaction((tx) => tx.run('SELECT pg_terminate_backend(?)', [pid]));
+    await expect.poll(() => sql.value<number>('SELECT pg_backend_pid()').catch(() => pid)).not.toBe(pid);
   });
 });

@@ -2,6 +2,7 @@ import pg from 'pg';
 import { isDatabaseUnavailable } from '../core/storage-errors.js';
 import { storableText } from '../core/text.js';
 import { migratePostgres } from './migrations.js';
+import { PipelinedConnection } from './pipelined-connection.js';
 import type { Params, SandboxDatabase, Sql } from './sql.js';
 
 /** A statement's text in PostgreSQL's numbered form, and where each number's value comes from. */
@@ -51,7 +52,10 @@ export function numberParameters(text: string): Omit<Numbered, 'name'> {
 // read them as numbers, as SQLite's integers are.
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 
-type Queryer = Pick<pg.Pool, 'query'> | pg.PoolClient;
+/** What runs a statement: the pipelined connection, or a transaction's own. */
+interface Queryer {
+  query(config: pg.QueryConfig): Promise<pg.QueryResult>;
+}
 
 abstract class PostgresQueries implements Sql {
   readonly engine = 'postgres' as const;
@@ -107,18 +111,42 @@ abstract class PostgresQueries implements Sql {
   abstract transaction<T>(work: (tx: Sql) => Promise<T>): Promise<T>;
 }
 
+/**
+ * How long the oldest statement on a pipelined connection may wait for its answer before the next
+ * statements go to another connection. Under load a statement's answer takes well under a
+ * millisecond; one that waits this long is slow or waits for a lock.
+ */
+const STALLED_AFTER_MS = 20;
+/** Pipelined connections at most: as many statements may be slow at once before the next waits behind one. */
+const PIPELINED_CONNECTIONS = 4;
+
 /** `undefined` is SQL's NULL, as better-sqlite3 reads a missing named parameter's place. */
 const toValue = (value: unknown) =>
   value === undefined ? null : typeof value === 'string' ? storableText(value) : value;
 
-/** `Sql` over a pool of connections: each statement takes a free connection; a transaction holds one. */
+/**
+ * `Sql` over PostgreSQL: a statement on its own goes out on the pipelined connection; a transaction
+ * holds one of the pool's.
+ */
 export class PostgresSql extends PostgresQueries {
-  constructor(readonly pool: pg.Pool) {
+  constructor(
+    readonly pool: pg.Pool,
+    private readonly pipelined: readonly PipelinedConnection[],
+    private readonly stalledAfterMs = STALLED_AFTER_MS,
+  ) {
     super(new Map());
   }
 
+  /**
+   * The first pipelined connection that is not stalled: the requests in flight share one as long as
+   * it keeps answering, which is what saves the wake-ups, and spill over to the next (opened then)
+   * when a slow statement holds it up.
+   */
   protected queryer(): Queryer {
-    return this.pool;
+    const now = performance.now();
+    for (const connection of this.pipelined)
+      if (!connection.stalled(now, this.stalledAfterMs)) return connection;
+    return this.pipelined[this.pipelined.length - 1] as PipelinedConnection;
   }
 
   async transaction<T>(work: (tx: Sql) => Promise<T>): Promise<T> {
@@ -172,7 +200,7 @@ class PostgresTransaction extends PostgresQueries {
     this.open = false;
   }
 
-  protected queryer(): Queryer {
+  protected queryer(): pg.PoolClient {
     if (!this.open) throw new Error('a statement ran after its transaction ended');
     return this.client;
   }
@@ -217,26 +245,35 @@ export const IDLE_IN_TRANSACTION_MS = 10_000;
  */
 export function postgresDatabase(
   url: string,
-  options: { poolSize?: number; onIdleError?: (error: Error) => void; idleInTransactionMs?: number } = {},
+  options: {
+    poolSize?: number;
+    onIdleError?: (error: Error) => void;
+    idleInTransactionMs?: number;
+    /** See STALLED_AFTER_MS. */
+    stalledAfterMs?: number;
+  } = {},
 ): SandboxDatabase {
   const idleMs = Math.round(options.idleInTransactionMs ?? IDLE_IN_TRANSACTION_MS);
-  const pool = new pg.Pool({
+  const connection = {
     connectionString: url,
-    max: options.poolSize ?? 10,
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     query_timeout: STATEMENT_TIMEOUT_MS,
     application_name: 'shipping-sandbox',
-    // Set on each new connection before the pool hands it out, not in its startup packet (pg's
-    // `idle_in_transaction_session_timeout` option), which a pooler such as PgBouncer refuses for a
-    // parameter it does not know. A connection whose SET fails is ended, and its request fails.
-    onConnect: async (client) => {
-      await client.query(`SET idle_in_transaction_session_timeout = ${idleMs}`);
-    },
-  });
+  };
+  // Set on each new connection before it is used, not in its startup packet (pg's
+  // `idle_in_transaction_session_timeout` option), which a pooler such as PgBouncer refuses for a
+  // parameter it does not know. A connection whose SET fails is ended, and its request fails.
+  const prepare = (client: pg.ClientBase) =>
+    client.query(`SET idle_in_transaction_session_timeout = ${idleMs}`);
+  const pool = new pg.Pool({ ...connection, max: options.poolSize ?? 10, onConnect: prepare });
   // A connection that breaks while idle (the server restarts) is dropped by the pool; without a
   // listener, its error would end the process.
   pool.on('error', (error) => options.onIdleError?.(error));
-  const sql = new PostgresSql(pool);
+  const pipelined = Array.from(
+    { length: PIPELINED_CONNECTIONS },
+    () => new PipelinedConnection(connection, prepare, options.onIdleError),
+  );
+  const sql = new PostgresSql(pool, pipelined, options.stalledAfterMs);
   return {
     engine: 'postgres',
     sql,
@@ -264,8 +301,18 @@ export function postgresDatabase(
         clearTimeout(timer);
       }
     },
-    connections: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
-    close: () => pool.end(),
+    connections: () => {
+      const open = pipelined.filter((connection) => connection.open);
+      return {
+        total: pool.totalCount + open.length,
+        idle: pool.idleCount + open.filter((connection) => !connection.busy).length,
+        waiting: pool.waitingCount,
+      };
+    },
+    close: async () => {
+      await Promise.all(pipelined.map((c) => c.close()));
+      await pool.end();
+    },
   };
 }
 
