@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,6 +16,8 @@ export interface PostgresServer {
   /** The URL of the server's own `postgres` database, for making others. */
   readonly url: string;
   readonly port: number;
+  /** The folder of its Unix socket (`postgresql:///postgres?host=<folder>&port=<port>`). */
+  readonly socketFolder: string;
   /** Stops the server, keeping its data: `start()` brings the same data back. */
   halt(): Promise<void>;
   start(): Promise<void>;
@@ -74,17 +76,22 @@ export async function startPostgresServer(
   // In the system's temporary folder, which the `postgres` user may write to.
   const parent = mkdtempSync(join(tmpdir(), 'sandbox-postgres-'));
   chmodSync(parent, 0o755);
+  // Its socket in a folder of its own, which goes with it, rather than beside other servers' in /tmp;
+  // the server's user (`postgres`, when the tests run as root) makes the socket there.
+  const socketFolder = join(parent, 'socket');
+  mkdirSync(socketFolder, { mode: 0o755 });
+  const serverUser = process.getuid?.() === 0 ? postgresUser() : undefined;
+  if (serverUser) chownSync(socketFolder, serverUser.uid, serverUser.gid);
   const tlsFlags: string[] = [];
   if (options.tls) {
     // The server reads its key only when its own user owns it and no one else may read it.
-    const owner = process.getuid?.() === 0 ? postgresUser() : undefined;
     for (const [name, text] of [
       ['server.crt', options.tls.cert],
       ['server.key', options.tls.key],
     ] as const) {
       const file = join(parent, name);
       writeFileSync(file, text, { mode: 0o600 });
-      if (owner) chownSync(file, owner.uid, owner.gid);
+      if (serverUser) chownSync(file, serverUser.uid, serverUser.gid);
     }
     tlsFlags.push(
       '-c',
@@ -114,6 +121,8 @@ export async function startPostgresServer(
       'fsync=off',
       '-c',
       'synchronous_commit=off',
+      '-c',
+      `unix_socket_directories=${socketFolder}`,
       ...tlsFlags,
       ...(options.settings ?? []).flatMap((setting) => ['-c', setting]),
     ],
@@ -125,6 +134,7 @@ export async function startPostgresServer(
   return {
     url: `postgres://${USER}:${password}@127.0.0.1:${port}/postgres`,
     port,
+    socketFolder,
     halt: () => server.stop(),
     start: () => server.start(),
     async stop() {

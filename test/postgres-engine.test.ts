@@ -6,6 +6,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type PostgresServer, startPostgresServer } from '../scripts/embedded-postgres.js';
 import { parseCommandLine, testConfig } from '../src/config/index.js';
+import { describeUrl } from '../src/db/postgres-url.js';
 import { selfSignedCertificate } from '../src/http/certificate.js';
 import { startSandbox } from '../src/index.js';
 import { startServer } from '../src/server.js';
@@ -48,6 +49,15 @@ describe('--database', () => {
     expect(() => parseCommandLine(['--database', 'mysql://x/y'], {})).toThrow(/postgres:\/\//);
   });
 
+  it('takes a server on this machine through its Unix socket, and refuses a URL naming no server', () => {
+    const url = 'postgresql:///sandbox?host=/var/run/postgresql';
+    expect(parseCommandLine(['--database', url], {})).toMatchObject({ config: { database: url } });
+    expect(() => parseCommandLine(['--database', 'postgres:///sandbox'], {})).toThrow(/socket/);
+    expect(describeUrl(`${url}&port=5433&password=secret`)).toBe(
+      'sandbox through the socket in /var/run/postgresql (port 5433)',
+    );
+  });
+
   it('is a start-up error beside --memory or --data-dir, naming the flags that clash', () => {
     const url = 'postgres://u:p@db.example:5432/sandbox';
     expect(() => parseCommandLine(['--database', url, '--memory'], {})).toThrow(/--database.*--memory/);
@@ -83,6 +93,36 @@ describe('a sandbox over PostgreSQL', () => {
       });
       expect(created.status).toBe(201);
     } finally {
+      await sandbox.stop();
+    }
+  });
+
+  it('connects through the Unix socket a postgresql:///name?host=/folder URL names', async () => {
+    const tcp = new URL(await newPostgresSchema(postgres.url));
+    const url = new URL(`postgresql://${tcp.pathname}`);
+    for (const [name, value] of tcp.searchParams) url.searchParams.set(name, value);
+    url.searchParams.set('host', postgres.socketFolder);
+    url.searchParams.set('port', String(postgres.port));
+    url.searchParams.set('user', decodeURIComponent(tcp.username));
+    url.searchParams.set('password', decodeURIComponent(tcp.password));
+    const sandbox = await startSandbox({ database: url.toString() });
+    const admin = new pg.Client({ connectionString: postgres.url });
+    await admin.connect();
+    try {
+      const created = await fetch(`${sandbox.url}/shipments`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${sandbox.apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify(shipmentRequest()),
+      });
+      expect(created.status).toBe(201);
+      // A connection through a socket has no client address.
+      const { rows } = await admin.query(
+        "SELECT client_addr FROM pg_stat_activity WHERE application_name = 'shipping-sandbox'",
+      );
+      expect(rows.length).toBeGreaterThan(0);
+      expect(rows.every((row) => row.client_addr === null)).toBe(true);
+    } finally {
+      await admin.end();
       await sandbox.stop();
     }
   });

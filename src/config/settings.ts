@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import { MAX_RETRIES, RETRY_DELAY_RULE, retryDelayMillis } from '../core/duration.js';
 import { isLoopbackHost } from '../core/hosts.js';
 import { z } from '../core/zod.js';
+import { serverOf } from '../db/postgres-url.js';
 import { booleanText, durationText, hostNames, LOG_LEVELS, port } from './values.js';
 
 /**
@@ -68,8 +69,10 @@ export const SETTINGS = {
     schema: z
       .string()
       .trim()
-      .refine((url) => /^postgres(ql)?:\/\/[^/]/i.test(url) && URL.canParse(url), {
-        message: 'must be a postgres:// or postgresql:// URL',
+      .refine((url) => serverOf(url) !== undefined, {
+        message:
+          'must be a postgres:// or postgresql:// URL naming its server: a host, or the folder of ' +
+          "the server's socket on this machine (postgresql:///name?host=/var/run/postgresql)",
       })
       .optional(),
   },

@@ -3,6 +3,7 @@ import { isDatabaseUnavailable } from '../core/storage-errors.js';
 import { storableText } from '../core/text.js';
 import { migratePostgres } from './migrations.js';
 import { PipelinedConnection } from './pipelined-connection.js';
+import { describeUrl } from './postgres-url.js';
 import type { Params, SandboxDatabase, Sql } from './sql.js';
 
 /** A statement's text in PostgreSQL's numbered form, and where each number's value comes from. */
@@ -328,14 +329,3 @@ function notUsable(error: unknown): boolean {
 /** An error's message; its code where it has none (Node's AggregateError of a refused `localhost`). */
 const whatWentWrong = (error: unknown) =>
   (error as Error).message || String((error as { code?: unknown }).code ?? error);
-
-/** The URL without its password, for the banner and `/healthz`. */
-export function describeUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    const database = parsed.pathname.replace(/^\//, '') || 'postgres';
-    return `${parsed.hostname}${parsed.port ? `:${parsed.port}` : ''}/${database}`;
-  } catch {
-    return 'the database URL given';
-  }
-}
