@@ -6,9 +6,10 @@ import { type Reply, startReceiver } from './receiver.js';
 
 /**
  * A webhook send that fails inside the sandbox (its event unreadable, its outcome not written, its
- * take-over cut short) leaves its attempt `sending`; whatever is left so, no clock advance waits for
- * it forever, on this replica or another, and nothing crashes the process. Failures are made with
- * triggers that refuse the outcome's write, or a store read that throws once.
+ * take-over cut short) puts its attempt back, due again 30 seconds later, or, when even that cannot be
+ * written, leaves it `sending`; whatever is left so, no clock advance waits for it forever, on this
+ * replica or another, and nothing crashes the process. Failures are made with triggers that refuse
+ * the outcome's write (and the put-back's), or a store read that throws once.
  */
 const SECRET = 'whsec_0123456789abcdef';
 const receivers: Awaited<ReturnType<typeof startReceiver>>[] = [];
@@ -62,12 +63,16 @@ async function twoReplicas() {
   return [a, b] as const;
 }
 
-/** Makes the outcome's write fail with PostgreSQL's `code` (`disk_full` passes; `P0001` does not). */
-async function refuseOutcomes(sandbox: TestSandbox, code: string) {
+/**
+ * Makes the outcome's write fail with PostgreSQL's `code` (`disk_full` passes; `P0001` does not), and
+ * with `putBacks`, putting the attempt back among the scheduled ones too.
+ */
+async function refuseOutcomes(sandbox: TestSandbox, code: string, options = { putBacks: false }) {
+  const refused = options.putBacks ? "'succeeded', 'failed', 'scheduled'" : "'succeeded', 'failed'";
   await sandbox.db.run(`CREATE OR REPLACE FUNCTION refuse_outcome() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN RAISE EXCEPTION 'outcome refused by the test' USING ERRCODE = '${code}'; END $$`);
   await sandbox.db.run(`CREATE OR REPLACE TRIGGER refuse_outcome BEFORE UPDATE ON webhook_attempts FOR EACH ROW
-    WHEN (NEW.status IN ('succeeded', 'failed')) EXECUTE FUNCTION refuse_outcome()`);
+    WHEN (NEW.status IN (${refused})) EXECUTE FUNCTION refuse_outcome()`);
 }
 
 /** Makes `object[method]` throw `error` once, then behave. */
@@ -83,7 +88,7 @@ function failOnce(object: object, method: string, error: Error) {
 }
 
 describe('a send whose event cannot be read', () => {
-  it('is logged, stays sending, and neither crashes the process nor holds the advance', async () => {
+  it('is logged, goes out again 30 s later on the account clock, and crashes nothing', async () => {
     const sandbox = await frozen();
     const target = await receiver();
     const hook = await register(sandbox, target.url);
@@ -98,13 +103,17 @@ describe('a send whose event cannot be read', () => {
     process.on('unhandledRejection', noteUnhandled);
     try {
       expect((await advance(sandbox, 0)).status).toBe(200);
-      expect((await advance(sandbox, 60)).status).toBe(200);
+      expect(target.requests).toHaveLength(0);
+      expect(await statuses(sandbox, hook.id)).toEqual(['scheduled']);
+      expect((await advance(sandbox, 29)).status).toBe(200);
+      expect(target.requests).toHaveLength(0);
+      expect((await advance(sandbox, 1)).status).toBe(200);
     } finally {
       process.off('unhandledRejection', noteUnhandled);
     }
     expect(unhandled).toEqual([]);
-    expect(target.requests).toHaveLength(0);
-    expect(await statuses(sandbox, hook.id)).toEqual(['sending']);
+    expect(target.requests).toHaveLength(1);
+    expect(await statuses(sandbox, hook.id)).toEqual(['succeeded']);
     expect(sandbox.logLines.some((line) => line.msg === 'could not send a delivery')).toBe(true);
   });
 });
@@ -146,7 +155,7 @@ describe.runIf(TEST_ENGINE === 'postgres')('an outcome that cannot be written, o
     const [a, b] = await twoReplicas();
     const target = await receiver();
     const hook = await register(a, target.url);
-    await refuseOutcomes(a, 'P0001');
+    await refuseOutcomes(a, 'P0001', { putBacks: true });
     await createShipment(a);
     expect((await advance(a, 0)).status).toBe(200);
     expect(await statuses(a, hook.id)).toEqual(['sending']);
@@ -170,6 +179,8 @@ describe.runIf(TEST_ENGINE === 'postgres')('a send that failed before it took a 
     await a.db.run(`CREATE TRIGGER refuse_slot BEFORE UPDATE ON webhook_attempts FOR EACH ROW
       WHEN (NEW.on_wire_until IS NOT NULL AND NEW.on_wire_until IS DISTINCT FROM OLD.on_wire_until)
       EXECUTE FUNCTION refuse_slot()`);
+    // Nor can it be put back among the scheduled ones: it stays `sending`.
+    await refuseOutcomes(a, 'P0001', { putBacks: true });
     await createShipment(a);
     expect((await advance(a, 0)).status).toBe(200);
     expect(a.logLines.some((line) => line.msg === 'could not send a delivery')).toBe(true);

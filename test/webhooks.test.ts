@@ -794,7 +794,10 @@ describe('an outcome that cannot be written', () => {
       WHEN (NEW.status IN ('succeeded', 'failed')) EXECUTE FUNCTION refuse_outcome()`);
   }
 
-  it('leaves the attempt sending and still answers the advance that sent it', async () => {
+  const statuses = async (sandbox: TestSandbox, webhookId: string) =>
+    (await attemptsOf(sandbox, webhookId)).map((attempt) => attempt.status);
+
+  it('sends the attempt again 30 s later on the account clock, and answers the advance that sent it', async () => {
     const sandbox = await frozen();
     const target = await receiver([200]);
     const hook = await register(sandbox, target.url);
@@ -803,9 +806,34 @@ describe('an outcome that cannot be written', () => {
 
     expect((await advance(sandbox, 0)).status).toBe(200);
     expect(target.requests).toHaveLength(1);
-    // As after a crash: sent again by the sandbox's next start, not marked delivered meanwhile.
-    expect((await attemptsOf(sandbox, hook.id)).map((attempt) => attempt.status)).toEqual(['sending']);
-    // The next advance does not wait for it either.
-    expect((await advance(sandbox, 60)).status).toBe(200);
+    // Not marked delivered: back among the scheduled, as a crash would have it sent again at the next start.
+    const [attempt] = await attemptsOf(sandbox, hook.id);
+    expect(attempt).toMatchObject({ status: 'scheduled', attempt: 0 });
+    await sandbox.db.run(
+      TEST_ENGINE === 'sqlite'
+        ? 'DROP TRIGGER refuse_outcome'
+        : 'DROP TRIGGER refuse_outcome ON webhook_attempts',
+    );
+    expect((await advance(sandbox, 29)).status).toBe(200);
+    expect(target.requests).toHaveLength(1);
+    expect((await advance(sandbox, 1)).status).toBe(200);
+    expect(target.requests).toHaveLength(2);
+    expect(await statuses(sandbox, hook.id)).toEqual(['succeeded']);
+  });
+
+  it('sends it three more times while every outcome is refused, then leaves it sending', async () => {
+    const sandbox = await frozen();
+    const target = await receiver([200]);
+    const hook = await register(sandbox, target.url);
+    await refuseOutcomes(sandbox);
+    expect((await sandbox.call('POST', '/v1/shipments', { body: shipmentRequest() })).status).toBe(201);
+
+    expect((await advance(sandbox, 0)).status).toBe(200);
+    expect((await advance(sandbox, 600)).status).toBe(200);
+    expect(target.requests).toHaveLength(4);
+    expect(await statuses(sandbox, hook.id)).toEqual(['sending']);
+    expect(sandbox.logLines.some((line) => line.msg === 'a delivery left sending until the next start')).toBe(
+      true,
+    );
   });
 });

@@ -137,10 +137,11 @@ const SQL = {
   // Back in the queue, unsent: claimed again when the webhook has room (WebhookDelivery.takeOverAbandoned).
   // Over PostgreSQL its slot on the wire goes too, so that it counts against no share once claimed again.
   requeue: {
-    sqlite: `UPDATE webhook_attempts SET status = 'scheduled', sent_at = NULL, sent_wall_at = NULL, claimed_by = NULL
+    sqlite: `UPDATE webhook_attempts SET status = 'scheduled', sent_at = NULL, sent_wall_at = NULL, claimed_by = NULL,
+        scheduled_at = coalesce(@scheduledAt, scheduled_at)
       WHERE id = @id AND status = 'sending' AND claimed_by = @me`,
     postgres: `UPDATE webhook_attempts SET status = 'scheduled', sent_at = NULL, sent_wall_at = NULL, claimed_by = NULL,
-        on_wire_until = NULL
+        on_wire_until = NULL, scheduled_at = coalesce(@scheduledAt, scheduled_at)
       WHERE id = @id AND status = 'sending' AND claimed_by = @me`,
   },
   recordResult: `UPDATE webhook_attempts SET status = @status, response_status = @responseStatus,
@@ -333,8 +334,9 @@ export class AttemptStore {
   }
 
   /** Puts an attempt that replica `me` claimed but did not send back among the scheduled ones. */
-  async requeue(q: Sql, id: string, me: string): Promise<void> {
-    await q.run(dialect(q, SQL.requeue), { id, me });
+  /** Puts an attempt replica `me` is sending back among the scheduled ones, due as before or at `scheduledAt`. */
+  async requeue(q: Sql, id: string, me: string, scheduledAt?: number): Promise<void> {
+    await q.run(dialect(q, SQL.requeue), { id, me, scheduledAt });
   }
 
   async cancelAttempt(tx: Sql, id: string, reason: string): Promise<void> {

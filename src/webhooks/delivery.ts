@@ -69,13 +69,29 @@ export interface WebhookDeliveryDeps {
  * and the scheduler moves on, so a slow receiver never holds up the scheduler, the API or other
  * receivers. The outcome is written when the receiver answers (or times out), and a failure
  * schedules the next attempt on the account's clock. An attempt left `sending` by a crash is sent
- * again at start, so nothing is lost and nothing is marked delivered without a 2xx.
+ * again at start, and one whose outcome could not be written goes out again a little later (takeBack),
+ * so nothing is lost and nothing is marked delivered without a 2xx.
  */
+/**
+ * How long, on the account's clock, an attempt whose send ended without an outcome written waits
+ * before it goes out again (see takeBack).
+ */
+export const RESEND_UNSENT_MS = 30_000;
+/**
+ * Times one attempt is taken back before it is left `sending` until the next start: a database that
+ * refuses every outcome would otherwise have an advance of a day send it every 30 seconds.
+ */
+const TAKE_BACKS = 3;
+
 export class WebhookDelivery implements DueQueue {
   private readonly outbox: WebhookOutbox;
   private readonly dispatcher: DeliveryDispatcher;
   /** Attempts this process claimed to take over and has not yet handed to the dispatcher. */
   private readonly takingOver = new Set<string>();
+  /** Attempts taken back (takeBack) that the database has not yet put back: their account and new due time. */
+  private readonly owed = new Map<string, { accountId: string; dueAt: number }>();
+  /** How many times each attempt was taken back by this process (see TAKE_BACKS). */
+  private readonly takenBack = new Map<string, number>();
 
   constructor(private readonly deps: WebhookDeliveryDeps) {
     this.outbox = new WebhookOutbox(deps);
@@ -83,6 +99,7 @@ export class WebhookDelivery implements DueQueue {
       ...deps,
       settle: (tx, attempt, result, sentAt, manual) =>
         this.outbox.settle(tx, attempt, result, sentAt, manual),
+      unsent: (attempt, sentAt) => this.takeBack(attempt, sentAt),
     });
   }
 
@@ -131,6 +148,10 @@ export class WebhookDelivery implements DueQueue {
     const { db, attempts } = this.deps;
     // A stopping sandbox sends nothing more: what is due stays due for the next start.
     if (this.dispatcher.stopping) return undefined;
+    // Still refused: owed until a later look, and the rest of the account's work goes on.
+    await this.putBack(accountId).catch((error: unknown) => {
+      this.deps.logger.warn({ err: error, account: accountId }, 'could not put a delivery back');
+    });
     const skipped = this.dispatcher.heldUp().get(accountId);
     const attempt =
       skipped === undefined
@@ -264,7 +285,7 @@ export class WebhookDelivery implements DueQueue {
     }
     logger.info({ attempt: attempt.id }, 'resending a delivery whose sender stopped');
     const sentAt = attempt.sentAt ?? attempt.scheduledAt;
-    // A failure is logged by the dispatcher, and the attempt waits for this process's next start.
+    // A failure is logged by the dispatcher, which takes the attempt back (takeBack).
     this.dispatcher.dispatch(attempt, webhook, sentAt, { manual: attempt.redelivery }).catch(() => undefined);
   }
 
@@ -341,9 +362,46 @@ export class WebhookDelivery implements DueQueue {
     });
     if (webhook === CLAIMED_ELSEWHERE) return undefined;
     if (!webhook) return { ...summary, skipped: true };
-    // A failure is logged by the dispatcher, and the attempt waits for this process's next start.
+    // A failure is logged by the dispatcher, which takes the attempt back (takeBack).
     this.dispatcher.dispatch(attempt, webhook, attempt.scheduledAt).catch(() => undefined);
     return { ...summary, webhook_id: webhook.id, event_id: attempt.eventId, attempt: attempt.attempt };
+  }
+
+  /**
+   * An attempt whose send ended without an outcome written goes back among the scheduled ones, due
+   * RESEND_UNSENT_MS after it went out on the account's clock, so that it is sent again without
+   * waiting for a restart (as a send cut off by a crash is). Until the database takes that, it is
+   * owed, and put back before the account's next due work is looked for. After TAKE_BACKS, it stays
+   * `sending` until the next start. A probe is not sent again: whoever asked for it had their answer.
+   */
+  private async takeBack(attempt: AttemptRecord, sentAt: number): Promise<void> {
+    if (attempt.probe !== null) {
+      await this.deps.attempts
+        .cancelAttempt(this.deps.db, attempt.id, 'the probe could not be sent')
+        .catch(() => undefined);
+      return;
+    }
+    const times = (this.takenBack.get(attempt.id) ?? 0) + 1;
+    if (times > TAKE_BACKS) {
+      this.takenBack.delete(attempt.id);
+      this.deps.logger.warn({ attempt: attempt.id }, 'a delivery left sending until the next start');
+      return;
+    }
+    // Counts of attempts long since settled are of no more use: kept at most a few thousand.
+    if (this.takenBack.size >= 5_000) this.takenBack.clear();
+    this.takenBack.set(attempt.id, times);
+    const dueAt = sentAt + RESEND_UNSENT_MS;
+    this.owed.set(attempt.id, { accountId: attempt.accountId, dueAt });
+    await this.putBack(attempt.accountId).catch(() => undefined);
+    this.deps.scheduler.wakeFor(attempt.accountId, dueAt);
+  }
+
+  private async putBack(accountId: string): Promise<void> {
+    for (const [id, owed] of this.owed) {
+      if (owed.accountId !== accountId) continue;
+      await this.deps.attempts.requeue(this.deps.db, id, this.deps.scheduler.replica.id, owed.dueAt);
+      this.owed.delete(id);
+    }
   }
 
   private realNow(): number {

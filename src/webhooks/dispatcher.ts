@@ -42,6 +42,11 @@ export interface DeliveryDispatcherDeps {
     sentAt: number,
     manual: boolean,
   ) => Promise<void>;
+  /**
+   * Takes back an attempt whose send ended without an outcome written (its event unreadable, no slot
+   * to be had, the outcome refused by the database), to go out again later (delivery.ts).
+   */
+  unsent: (attempt: AttemptRecord, sentAt: number) => Promise<void>;
   logger: Logger;
   /** Counts each attempt's outcome for `/metrics`. */
   metrics: WorkMetrics;
@@ -86,8 +91,8 @@ export class DeliveryDispatcher {
   /**
    * Sends the attempt (already `sending`) and writes its outcome; resolves once it is written, or
    * once the send is cut off. `sentAt` is when it went out on the account's clock. Rejects when the
-   * send failed before it had an outcome (its event unreadable, a slot not to be had): the attempt
-   * stays `sending`, claimed by this process, and goes out again at its next start.
+   * send failed before it had an outcome (its event unreadable, a slot not to be had), once the
+   * attempt is handed to `unsent`.
    */
   dispatch(
     attempt: AttemptRecord,
@@ -97,8 +102,9 @@ export class DeliveryDispatcher {
   ): Promise<unknown> {
     this.hold(attempt);
     const send = this.send(attempt, webhook, sentAt, options)
-      .catch((error: unknown) => {
+      .catch(async (error: unknown) => {
         this.deps.logger.error({ err: error, attempt: attempt.id }, 'could not send a delivery');
+        if (!this.stopped) await this.deps.unsent(attempt, sentAt);
         throw error;
       })
       .finally(() => this.letGo(attempt));
@@ -272,8 +278,10 @@ export class DeliveryDispatcher {
         this.deps.scheduler.retryWrite(attempt.accountId, writeOutcome, error);
         return;
       }
-      // The database may be closing under a stopping server; the attempt stays `sending` and is resent.
       this.deps.logger.error({ err: error, attempt: attempt.id }, 'could not record a delivery outcome');
+      // The database may be closing under a stopping server: the attempt stays `sending` and is
+      // resent after the next start.
+      if (!this.stopped) await this.deps.unsent(attempt, sentAt);
     }
   }
 }
