@@ -1,3 +1,4 @@
+import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type PostgresServer, startPostgresServer } from '../scripts/embedded-postgres.js';
 import { testConfig } from '../src/config/index.js';
@@ -63,6 +64,22 @@ describe('the database going away', () => {
       503,
       { status: 'unavailable', database: 'postgres' },
     ]);
+    // Through the server's Unix socket, which went with it: out of reach all the same.
+    const viaSocket = postgresDatabase(
+      `postgresql:///postgres?host=${postgres.socketFolder}&port=${postgres.port}&user=postgres`,
+    );
+    try {
+      const statement = await viaSocket.sql.value('SELECT 1').catch((error: unknown) => error);
+      const transaction = await viaSocket.sql
+        .transaction((tx) => tx.value('SELECT 1'))
+        .catch((error: unknown) => error);
+      expect([storageFailure(statement), storageFailure(transaction)]).toEqual([
+        'unavailable',
+        'unavailable',
+      ]);
+    } finally {
+      await viaSocket.close();
+    }
 
     await postgres.start();
     // The pool opens new connections: the same process answers again, its data intact.
@@ -72,6 +89,42 @@ describe('the database going away', () => {
     expect((await call('POST', '/v1/shipments', shipmentRequest())).status).toBe(201);
     expect((await fetch(`${sandbox.origin}/healthz`)).status).toBe(200);
   }, 60_000);
+});
+
+describe('a server that takes the connection and never answers', () => {
+  it('fails statements and transactions as out of reach once the connection times out', async () => {
+    const sockets = new Set<Socket>();
+    const silent = createServer((socket) => sockets.add(socket));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const { port } = silent.address() as AddressInfo;
+    const database = postgresDatabase(`postgres://sandbox@127.0.0.1:${port}/sandbox`);
+    try {
+      const started = performance.now();
+      const [statement, transaction] = await Promise.all([
+        database.sql.value('SELECT 1').catch((error: unknown) => error),
+        database.sql.transaction((tx) => tx.value('SELECT 1')).catch((error: unknown) => error),
+      ]);
+      expect(performance.now() - started).toBeLessThan(5_000);
+      expect([storageFailure(statement), storageFailure(transaction)]).toEqual([
+        'unavailable',
+        'unavailable',
+      ]);
+    } finally {
+      await database.close();
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    }
+  });
+
+  it('refuses statements once closed, as out of reach, opening no connection', async () => {
+    const database = postgresDatabase(await newPostgresSchema(postgres.url));
+    expect(await database.sql.value('SELECT 1')).toBe(1);
+    await database.close();
+    expect(database.connections().total).toBe(0);
+    const late = await database.sql.value('SELECT 1').catch((error: unknown) => error);
+    expect(storageFailure(late)).toBe('unavailable');
+    expect(database.connections().total).toBe(0);
+  });
 });
 
 describe('a replica that stalls inside a transaction', () => {

@@ -159,6 +159,18 @@ describe('statements on their own over PostgreSQL (pipelined)', () => {
     expect((await quick)?.pid).not.toBe(first);
   });
 
+  it('sends the next ones through the pool while every pipelined connection is held up', async () => {
+    const sql = await openPostgres({ stalledAfterMs: 0 });
+    // Four slow statements, each on the next pipelined connection as the one before is held up.
+    const slow = Array.from({ length: 4 }, () => sql.get<{ pid: number }>(`${backend}, pg_sleep(0.5)`));
+    const quick = sql.get<{ pid: number }>(backend);
+    const winner = await Promise.race([quick.then(() => 'quick'), Promise.any(slow).then(() => 'slow')]);
+    expect(winner).toBe('quick');
+    const pids = new Set((await Promise.all(slow)).map((row) => row?.pid));
+    expect(pids.size).toBe(4);
+    expect(pids.has((await quick)?.pid)).toBe(false);
+  });
+
   it('opens a new connection for the next statement once the server ended it', async () => {
     const sql = await openPostgres();
     const pid = await sql.value<number>('SELECT pg_backend_pid()');

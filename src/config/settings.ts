@@ -72,7 +72,7 @@ export const SETTINGS = {
       .refine((url) => serverOf(url) !== undefined, {
         message:
           'must be a postgres:// or postgresql:// URL naming its server: a host, or the folder of ' +
-          "the server's socket on this machine (postgresql:///name?host=/var/run/postgresql)",
+          "the server's socket on this machine (postgresql://user:password@/name?host=/var/run/postgresql)",
       })
       .optional(),
   },

@@ -29,10 +29,15 @@ const SOCKET_ERRORS = new Set([
   'ENETUNREACH',
   'ENOTFOUND',
   'EAI_AGAIN',
+  // A server on this machine reached through its Unix socket: the socket goes with the server.
+  'ENOENT',
 ]);
-/** What `pg` says, without a code, of a connection that ended or never came. */
+/**
+ * What `pg` says, without a code, of a connection that ended or never came (`timeout expired` is a
+ * client's own connection timeout, which its pool words as "connection timeout").
+ */
 const LOST_CONNECTION =
-  /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|Query read timeout|Cannot use a pool after calling end/i;
+  /Connection terminated|connection timeout|timeout exceeded when trying to connect|^timeout expired$|Client has encountered a connection error|Query read timeout|Cannot use a pool after calling end/i;
 
 /**
  * - `unavailable`: the database cannot be reached (PostgreSQL's server is down, restarting or out of

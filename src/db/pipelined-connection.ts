@@ -16,10 +16,16 @@ import pg from 'pg';
  * The connection is opened at the first statement and again at the next one after it breaks (the
  * server restarted): the statements written on a broken connection fail with it, as a pool's would.
  */
+/** How long a pipelined connection stays open with nothing to do: as long as an idle one of `pg`'s pool. */
+const IDLE_MS = 10_000;
+
 export class PipelinedConnection {
   private opening: Promise<pg.Client> | undefined;
   /** When each statement not yet answered was sent, oldest first (a Map keeps insertion order). */
   private readonly unanswered = new Map<object, number>();
+  /** Ends the connection once it has had nothing to do for IDLE_MS, as the pool ends an idle one. */
+  private idle: NodeJS.Timeout | undefined;
+  private closed = false;
 
   constructor(
     private readonly config: pg.ClientConfig,
@@ -28,12 +34,16 @@ export class PipelinedConnection {
   ) {}
 
   query(config: pg.QueryConfig): Promise<pg.QueryResult> {
+    // The words `pg`'s pool uses, which say "unavailable" to the sandbox (core/storage-errors.ts).
+    if (this.closed) return Promise.reject(new Error('Cannot use a pool after calling end'));
     const token = {};
     this.unanswered.set(token, performance.now());
+    clearTimeout(this.idle);
     return this.client()
       .then((client) => client.query(config))
       .finally(() => {
         this.unanswered.delete(token);
+        if (this.unanswered.size === 0) this.idle = setTimeout(() => this.end(), IDLE_MS).unref();
       });
   }
 
@@ -55,7 +65,15 @@ export class PipelinedConnection {
     return this.unanswered.size > 0;
   }
 
-  async close(): Promise<void> {
+  /** Ends the connection, and refuses statements from then on. */
+  close(): Promise<void> {
+    this.closed = true;
+    return this.end();
+  }
+
+  /** Ends the connection, if open; the next statement opens another (unless closed). */
+  private async end(): Promise<void> {
+    clearTimeout(this.idle);
     const opening = this.opening;
     this.opening = undefined;
     const client = await opening?.catch(() => undefined);

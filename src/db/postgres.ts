@@ -141,13 +141,16 @@ export class PostgresSql extends PostgresQueries {
   /**
    * The first pipelined connection that is not stalled: the requests in flight share one as long as
    * it keeps answering, which is what saves the wake-ups, and spill over to the next (opened then)
-   * when a slow statement holds it up.
+   * when a slow statement holds it up, and to the pool when every one is. A statement already sent
+   * behind a slow one waits for it (and fails with it, should it time out: pg then ends the
+   * connection, there being no other way to take back what is on the wire).
    */
   protected queryer(): Queryer {
     const now = performance.now();
     for (const connection of this.pipelined)
       if (!connection.stalled(now, this.stalledAfterMs)) return connection;
-    return this.pipelined[this.pipelined.length - 1] as PipelinedConnection;
+    // Every one held up: the pool's connections wait behind nobody.
+    return this.pool;
   }
 
   async transaction<T>(work: (tx: Sql) => Promise<T>): Promise<T> {
@@ -260,6 +263,8 @@ export function postgresDatabase(
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     query_timeout: STATEMENT_TIMEOUT_MS,
     application_name: 'shipping-sandbox',
+    // A connection idle behind a NAT or a firewall is kept known to it, rather than silently dropped.
+    keepAlive: true,
   };
   // Set on each new connection before it is used, not in its startup packet (pg's
   // `idle_in_transaction_session_timeout` option), which a pooler such as PgBouncer refuses for a
