@@ -821,6 +821,36 @@ describe('an outcome that cannot be written', () => {
     expect(await statuses(sandbox, hook.id)).toEqual(['succeeded']);
   });
 
+  it('sends a manual redelivery again as one: to a failed webhook, failing nothing further', async () => {
+    const sandbox = await frozen();
+    await sandbox.call('POST', '/_sandbox/account', { body: { webhook_retry_schedule: [] } });
+    const target = await receiver([503]);
+    const hook = await register(sandbox, target.url);
+    await sandbox.newShipment();
+    expect((await advance(sandbox, 0)).status).toBe(200);
+    expect((await sandbox.call('GET', `/v1/webhooks/${hook.id}`)).json.status).toBe('failed');
+    const [first] = await attemptsOf(sandbox, hook.id);
+
+    await refuseOutcomes(sandbox);
+    const again = await sandbox.call('POST', `/_sandbox/deliveries/${first.id}/redeliver`);
+    expect(again.json).toMatchObject({ redelivery: true, status: 'scheduled' });
+    await sandbox.db.run(
+      TEST_ENGINE === 'sqlite'
+        ? 'DROP TRIGGER refuse_outcome'
+        : 'DROP TRIGGER refuse_outcome ON webhook_attempts',
+    );
+    expect((await advance(sandbox, 30)).status).toBe(200);
+    expect(target.requests).toHaveLength(3);
+    expect(
+      (await attemptsOf(sandbox, hook.id)).find((attempt) => attempt.id === again.json.id),
+    ).toMatchObject({
+      status: 'failed',
+      response_status: 503,
+    });
+    expect((await sandbox.call('GET', `/v1/webhooks/${hook.id}`)).json.status).toBe('failed');
+    expect((await sandbox.call('GET', '/_sandbox/emails')).json.data).toHaveLength(1);
+  });
+
   it('sends it three more times while every outcome is refused, then leaves it sending', async () => {
     const sandbox = await frozen();
     const target = await receiver([200]);

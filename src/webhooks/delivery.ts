@@ -346,7 +346,9 @@ export class WebhookDelivery implements DueQueue {
     const { db, store, attempts } = this.deps;
     const webhook = await db.transaction(async (tx) => {
       const found = await store.findById(tx, attempt.webhookId);
-      if (found?.status !== 'active') {
+      // A manual redelivery (put back after its outcome could not be written) goes out whatever the
+      // webhook's status, as it did the first time.
+      if (!found || (found.status !== 'active' && !attempt.redelivery)) {
         await attempts.cancelPending(tx, attempt.webhookId, 'the webhook is not active');
         await attempts.cancelAttempt(tx, attempt.id, 'the webhook is not active');
         return undefined;
@@ -363,7 +365,9 @@ export class WebhookDelivery implements DueQueue {
     if (webhook === CLAIMED_ELSEWHERE) return undefined;
     if (!webhook) return { ...summary, skipped: true };
     // A failure is logged by the dispatcher, which takes the attempt back (takeBack).
-    this.dispatcher.dispatch(attempt, webhook, attempt.scheduledAt).catch(() => undefined);
+    this.dispatcher
+      .dispatch(attempt, webhook, attempt.scheduledAt, { manual: attempt.redelivery })
+      .catch(() => undefined);
     return { ...summary, webhook_id: webhook.id, event_id: attempt.eventId, attempt: attempt.attempt };
   }
 
@@ -392,15 +396,27 @@ export class WebhookDelivery implements DueQueue {
     this.takenBack.set(attempt.id, times);
     const dueAt = sentAt + RESEND_UNSENT_MS;
     this.owed.set(attempt.id, { accountId: attempt.accountId, dueAt });
-    await this.putBack(attempt.accountId).catch(() => undefined);
+    await this.putBack(attempt.accountId, attempt.id).catch(() => undefined);
     this.deps.scheduler.wakeFor(attempt.accountId, dueAt);
   }
 
-  private async putBack(accountId: string): Promise<void> {
+  /**
+   * Puts back what is owed of the account. `taking` is the attempt whose send is handing it back now
+   * (and so still held): any other that this process holds is being sent again (its put-back was
+   * written though answered as failed) and is left to that send.
+   */
+  private async putBack(accountId: string, taking?: string): Promise<void> {
     for (const [id, owed] of this.owed) {
+      // Taken out first, so that two looks at once never put it back twice.
       if (owed.accountId !== accountId) continue;
-      await this.deps.attempts.requeue(this.deps.db, id, this.deps.scheduler.replica.id, owed.dueAt);
       this.owed.delete(id);
+      if (id !== taking && this.dispatcher.holds(id)) continue;
+      try {
+        await this.deps.attempts.requeue(this.deps.db, id, this.deps.scheduler.replica.id, owed.dueAt);
+      } catch (error) {
+        this.owed.set(id, owed);
+        throw error;
+      }
     }
   }
 
