@@ -44,6 +44,7 @@ export default defineConfig({
     // they compute, so every core gets a worker (on CI's two cores, 72 s instead of 120 s).
     maxWorkers: availableParallelism(),
     testTimeout: 15_000,
+    setupFiles: ['test/each-file.ts'],
     projects: [
       {
         extends: true,

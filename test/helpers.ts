@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import { afterAll, expect } from 'vitest';
+import { expect } from 'vitest';
 import { DEFAULT_ACCOUNT } from '../src/accounts/default-account.js';
 import { type Config, testConfig } from '../src/config/index.js';
 import { openDatabase } from '../src/db/database.js';
@@ -128,11 +128,13 @@ export async function createTestSandbox(
 
 export type TestSandbox = Awaited<ReturnType<typeof createTestSandbox>>;
 
-/** Every test sandbox's database, closed once its file's tests have run (PostgreSQL's pools end). */
+/** Every test sandbox's database, closed once its file's tests have run (test/each-file.ts). */
 const opened: SandboxDatabase[] = [];
-afterAll(async () => {
+
+/** Closes the databases of the sandboxes the file's tests made (PostgreSQL's connections end). */
+export async function closeTestDatabases(): Promise<void> {
   await Promise.all(opened.splice(0).map((database) => database.close().catch(() => undefined)));
-});
+}
 
 export const US_ORIGIN = {
   name: 'Ada Lovelace',
