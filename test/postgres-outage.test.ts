@@ -1,4 +1,6 @@
+import { readFile } from 'node:fs/promises';
 import { type AddressInfo, createServer, type Socket } from 'node:net';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type PostgresServer, startPostgresServer } from '../scripts/embedded-postgres.js';
 import { testConfig } from '../src/config/index.js';
@@ -77,6 +79,9 @@ describe('the database going away', () => {
         'unavailable',
         'unavailable',
       ]);
+      // A missing file is no database being away.
+      const missing = await readFile(join(postgres.socketFolder, 'none')).catch((error: unknown) => error);
+      expect(storageFailure(missing)).toBeUndefined();
     } finally {
       await viaSocket.close();
     }

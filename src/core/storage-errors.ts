@@ -29,8 +29,6 @@ const SOCKET_ERRORS = new Set([
   'ENETUNREACH',
   'ENOTFOUND',
   'EAI_AGAIN',
-  // A server on this machine reached through its Unix socket: the socket goes with the server.
-  'ENOENT',
 ]);
 /**
  * What `pg` says, without a code, of a connection that ended or never came (`timeout expired` is a
@@ -50,6 +48,9 @@ export function storageFailure(error: unknown): StorageFailure | undefined {
     if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED') || BUSY.has(code)) return 'busy';
     if (code.startsWith('SQLITE_IOERR')) return 'io';
     if (code.startsWith('08') || code.startsWith('57P') || SOCKET_ERRORS.has(code)) return 'unavailable';
+    // A server on this machine reached through its Unix socket, which goes with the server; a file
+    // that is missing (a label's, say) is no database being away.
+    if (code === 'ENOENT' && (error as { syscall?: unknown }).syscall === 'connect') return 'unavailable';
   }
   if (error instanceof Error && LOST_CONNECTION.test(error.message)) return 'unavailable';
   return undefined;

@@ -36,10 +36,17 @@ export class PipelinedConnection {
   query(config: pg.QueryConfig): Promise<pg.QueryResult> {
     // The words `pg`'s pool uses, which say "unavailable" to the sandbox (core/storage-errors.ts).
     if (this.closed) return Promise.reject(new Error('Cannot use a pool after calling end'));
+    let opening: Promise<pg.Client>;
+    try {
+      opening = this.client();
+    } catch (error) {
+      // The client could not even be made (a certificate file the URL names is missing).
+      return Promise.reject(error);
+    }
     const token = {};
     this.unanswered.set(token, performance.now());
     clearTimeout(this.idle);
-    return this.client()
+    return opening
       .then((client) => client.query(config))
       .finally(() => {
         this.unanswered.delete(token);

@@ -263,8 +263,10 @@ export function postgresDatabase(
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     query_timeout: STATEMENT_TIMEOUT_MS,
     application_name: 'shipping-sandbox',
-    // A connection idle behind a NAT or a firewall is kept known to it, rather than silently dropped.
+    // A connection idle behind a NAT or a firewall is kept known to it, rather than silently dropped
+    // (the system's default first probe comes after two hours).
     keepAlive: true,
+    keepAliveInitialDelayMillis: 30_000,
   };
   // Set on each new connection before it is used, not in its startup packet (pg's
   // `idle_in_transaction_session_timeout` option), which a pooler such as PgBouncer refuses for a

@@ -402,15 +402,15 @@ export class WebhookDelivery implements DueQueue {
 
   /**
    * Puts back what is owed of the account. `taking` is the attempt whose send is handing it back now
-   * (and so still held): any other that this process holds is being sent again (its put-back was
-   * written though answered as failed) and is left to that send.
+   * (and so still held): any other that this process holds stays owed until that send lets it go (it
+   * is being taken back, or sent again after a put-back written though answered as failed).
    */
   private async putBack(accountId: string, taking?: string): Promise<void> {
     for (const [id, owed] of this.owed) {
-      // Taken out first, so that two looks at once never put it back twice.
       if (owed.accountId !== accountId) continue;
-      this.owed.delete(id);
       if (id !== taking && this.dispatcher.holds(id)) continue;
+      // Taken out before it is written, so that two looks at once never put it back twice.
+      this.owed.delete(id);
       try {
         await this.deps.attempts.requeue(this.deps.db, id, this.deps.scheduler.replica.id, owed.dueAt);
       } catch (error) {
