@@ -171,6 +171,15 @@ describe('statements on their own over PostgreSQL (pipelined)', () => {
     expect(pids.has((await quick)?.pid)).toBe(false);
   });
 
+  it('closes a pipelined connection that has had nothing to do, and opens one again when needed', async () => {
+    const database = postgresDatabase(await createDatabase(server.url), { pipelinedIdleMs: 50 });
+    databases.push(database);
+    expect(await database.sql.value('SELECT 1')).toBe(1);
+    expect(database.connections().total).toBe(1);
+    await expect.poll(() => database.connections().total).toBe(0);
+    expect(await database.sql.value('SELECT 2')).toBe(2);
+  });
+
   it('opens a new connection for the next statement once the server ended it', async () => {
     const sql = await openPostgres();
     const pid = await sql.value<number>('SELECT pg_backend_pid()');

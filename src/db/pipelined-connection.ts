@@ -17,13 +17,13 @@ import pg from 'pg';
  * server restarted): the statements written on a broken connection fail with it, as a pool's would.
  */
 /** How long a pipelined connection stays open with nothing to do: as long as an idle one of `pg`'s pool. */
-const IDLE_MS = 10_000;
+export const IDLE_MS = 10_000;
 
 export class PipelinedConnection {
   private opening: Promise<pg.Client> | undefined;
   /** When each statement not yet answered was sent, oldest first (a Map keeps insertion order). */
   private readonly unanswered = new Map<object, number>();
-  /** Ends the connection once it has had nothing to do for IDLE_MS, as the pool ends an idle one. */
+  /** Ends the connection once it has had nothing to do for `idleMs`, as the pool ends an idle one. */
   private idle: NodeJS.Timeout | undefined;
   private closed = false;
 
@@ -31,6 +31,7 @@ export class PipelinedConnection {
     private readonly config: pg.ClientConfig,
     private readonly prepare: (client: pg.ClientBase) => Promise<unknown>,
     private readonly onIdleError?: (error: Error) => void,
+    private readonly idleMs = IDLE_MS,
   ) {}
 
   query(config: pg.QueryConfig): Promise<pg.QueryResult> {
@@ -50,7 +51,7 @@ export class PipelinedConnection {
       .then((client) => client.query(config))
       .finally(() => {
         this.unanswered.delete(token);
-        if (this.unanswered.size === 0) this.idle = setTimeout(() => this.end(), IDLE_MS).unref();
+        if (this.unanswered.size === 0) this.idle = setTimeout(() => this.end(), this.idleMs).unref();
       });
   }
 

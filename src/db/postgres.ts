@@ -255,6 +255,8 @@ export function postgresDatabase(
     idleInTransactionMs?: number;
     /** See STALLED_AFTER_MS. */
     stalledAfterMs?: number;
+    /** How long a pipelined connection with nothing to do stays open (IDLE_MS). */
+    pipelinedIdleMs?: number;
   } = {},
 ): SandboxDatabase {
   const idleMs = Math.round(options.idleInTransactionMs ?? IDLE_IN_TRANSACTION_MS);
@@ -279,7 +281,7 @@ export function postgresDatabase(
   pool.on('error', (error) => options.onIdleError?.(error));
   const pipelined = Array.from(
     { length: PIPELINED_CONNECTIONS },
-    () => new PipelinedConnection(connection, prepare, options.onIdleError),
+    () => new PipelinedConnection(connection, prepare, options.onIdleError, options.pipelinedIdleMs),
   );
   const sql = new PostgresSql(pool, pipelined, options.stalledAfterMs);
   return {
