@@ -794,6 +794,14 @@ describe('an outcome that cannot be written', () => {
       WHEN (NEW.status IN ('succeeded', 'failed')) EXECUTE FUNCTION refuse_outcome()`);
   }
 
+  async function allowOutcomes(sandbox: TestSandbox) {
+    await sandbox.db.run(
+      TEST_ENGINE === 'sqlite'
+        ? 'DROP TRIGGER refuse_outcome'
+        : 'DROP TRIGGER refuse_outcome ON webhook_attempts',
+    );
+  }
+
   const statuses = async (sandbox: TestSandbox, webhookId: string) =>
     (await attemptsOf(sandbox, webhookId)).map((attempt) => attempt.status);
 
@@ -809,11 +817,7 @@ describe('an outcome that cannot be written', () => {
     // Not marked delivered: back among the scheduled, as a crash would have it sent again at the next start.
     const [attempt] = await attemptsOf(sandbox, hook.id);
     expect(attempt).toMatchObject({ status: 'scheduled', attempt: 0 });
-    await sandbox.db.run(
-      TEST_ENGINE === 'sqlite'
-        ? 'DROP TRIGGER refuse_outcome'
-        : 'DROP TRIGGER refuse_outcome ON webhook_attempts',
-    );
+    await allowOutcomes(sandbox);
     expect((await advance(sandbox, 29)).status).toBe(200);
     expect(target.requests).toHaveLength(1);
     expect((await advance(sandbox, 1)).status).toBe(200);
@@ -834,11 +838,7 @@ describe('an outcome that cannot be written', () => {
     await refuseOutcomes(sandbox);
     const again = await sandbox.call('POST', `/_sandbox/deliveries/${first.id}/redeliver`);
     expect(again.json).toMatchObject({ redelivery: true, status: 'scheduled' });
-    await sandbox.db.run(
-      TEST_ENGINE === 'sqlite'
-        ? 'DROP TRIGGER refuse_outcome'
-        : 'DROP TRIGGER refuse_outcome ON webhook_attempts',
-    );
+    await allowOutcomes(sandbox);
     expect((await advance(sandbox, 30)).status).toBe(200);
     expect(target.requests).toHaveLength(3);
     expect(

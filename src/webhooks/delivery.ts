@@ -149,9 +149,10 @@ export class WebhookDelivery implements DueQueue {
     // A stopping sandbox sends nothing more: what is due stays due for the next start.
     if (this.dispatcher.stopping) return undefined;
     // Still refused: owed until a later look, and the rest of the account's work goes on.
-    await this.putBack(accountId).catch((error: unknown) => {
-      this.deps.logger.warn({ err: error, account: accountId }, 'could not put a delivery back');
-    });
+    if (this.owed.size > 0)
+      await this.putBack(accountId).catch((error: unknown) => {
+        this.deps.logger.warn({ err: error, account: accountId }, 'could not put a delivery back');
+      });
     const skipped = this.dispatcher.heldUp().get(accountId);
     const attempt =
       skipped === undefined
