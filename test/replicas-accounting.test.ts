@@ -4,7 +4,7 @@ import { testConfig } from '../src/config/index.js';
 import { postgresDatabase } from '../src/db/postgres.js';
 import type { JournaledRequest } from '../src/journal/journal.js';
 import { PostgresJournal } from '../src/journal/postgres-journal.js';
-import { PostgresObservations } from '../src/report/postgres-observations.js';
+import { PostgresObservations, SETTLE_MS } from '../src/report/postgres-observations.js';
 import type { Report } from '../src/report/schema.js';
 import { type RunningServer, startServer } from '../src/server.js';
 import { newPostgresSchema, TEST_ENGINE } from './databases.js';
@@ -219,10 +219,11 @@ describe.runIf(TEST_ENGINE === 'postgres')('two replicas over one PostgreSQL dat
       bodySha256: null,
     });
     try {
-      // B answers a 429 first, but writes it only after A's later request has been folded.
-      onB.record(accountId, request('key_b', 1000, 429));
+      // B answers a 429 first, but writes it only after A's later request has been folded (recorded
+      // on B only then, so that B's own flush timer cannot write it sooner).
       onA.record(accountId, request('key_a', 5000));
       expect((await observations.of(accountId)).requests).toBe(1);
+      onB.record(accountId, request('key_b', 1000, 429));
       await onB.flush();
       onA.record(accountId, request('key_b', 2000));
       const folded = await observations.of(accountId);
@@ -233,6 +234,46 @@ describe.runIf(TEST_ENGINE === 'postgres')('two replicas over one PostgreSQL dat
       expect(await observations.of(accountId)).toEqual(folded);
     } finally {
       await Promise.all([onA.close(), onB.close(), observations.close()]);
+      await db.close();
+    }
+  });
+
+  it('folds in the background only what has settled, and a report reads the newer notes on top', async () => {
+    const key = await starterAccount();
+    const accountId = (await call(0, 'GET', '/_sandbox/account', key)).json.id as string;
+    const db = postgresDatabase(database, { poolSize: 2 });
+    const silent = pino({ level: 'silent' });
+    const journal = new PostgresJournal(db.sql, silent);
+    let wallNow = 1_000_000;
+    const observations = new PostgresObservations(db.sql, journal, silent, () => wallNow);
+    const request = (answeredWallAt: number): JournaledRequest => ({
+      id: `req_${answeredWallAt}`,
+      method: 'GET',
+      path: '/v1/shipments',
+      query: '',
+      status: 200,
+      code: null,
+      field: null,
+      durationMs: 1,
+      at: answeredWallAt - 1,
+      wallAt: answeredWallAt - 1,
+      answeredWallAt,
+      keyId: 'key_a',
+      keyRevoked: false,
+      retryAfter: null,
+      bodySha256: null,
+    });
+    try {
+      journal.record(accountId, request(wallNow - SETTLE_MS - 1));
+      journal.record(accountId, request(wallNow - 10));
+      // In the background: the settled note only, the newer one neither folded nor read.
+      expect((await observations.fold(accountId, false)).requests).toBe(1);
+      expect((await observations.of(accountId)).requests).toBe(2);
+      wallNow += SETTLE_MS;
+      expect((await observations.fold(accountId, false)).requests).toBe(2);
+      expect((await observations.of(accountId)).requests).toBe(2);
+    } finally {
+      await Promise.all([journal.close(), observations.close()]);
       await db.close();
     }
   });

@@ -40,8 +40,11 @@ export interface UnfoldedRequest {
 export interface JournalNotes {
   /** Writes this process's buffered requests now; resolves once they are in the table. */
   flush(): Promise<void>;
-  /** The account's requests not yet taken in, in the order to take them in: by wall-clock answer time, then seq. */
-  unfolded(tx: Sql, accountId: string): Promise<UnfoldedRequest[]>;
+  /**
+   * The account's requests not yet taken in, in the order to take them in: by wall-clock answer time,
+   * then seq; only those answered before `answeredBefore` when it is given.
+   */
+  unfolded(tx: Sql, accountId: string, answeredBefore?: number): Promise<UnfoldedRequest[]>;
   /** Marks the rows as taken in, and trims the account's journal to its last 1,000 (only rows taken in go). */
   markFolded(tx: Sql, accountId: string, seqs: readonly number[]): Promise<void>;
   /** Asks `fold` to take in the account's requests whenever this process has written FOLD_EVERY more of them. */
@@ -55,6 +58,9 @@ const SQL = {
   deleteAccount: `DELETE FROM request_journal WHERE account_key = ${accountKeyOf('@accountId')}`,
   unfolded: `SELECT seq, request FROM request_journal
     WHERE account_key = ${accountKeyOf('@accountId')} AND NOT folded ORDER BY answered_wall_at, seq`,
+  unfoldedBefore: `SELECT seq, request FROM request_journal
+    WHERE account_key = ${accountKeyOf('@accountId')} AND NOT folded AND answered_wall_at < @answeredBefore
+    ORDER BY answered_wall_at, seq`,
   markFolded: 'UPDATE request_journal SET folded = true WHERE seq = ANY (@seqs)',
   // Rows older than the account's 1,000th newest go, once the report has taken them in.
   trim: `DELETE FROM request_journal
@@ -134,8 +140,11 @@ export class PostgresJournal implements RequestJournal, JournalNotes {
     return this.writing;
   }
 
-  async unfolded(tx: Sql, accountId: string): Promise<UnfoldedRequest[]> {
-    const rows = await tx.all<{ seq: number; request: string }>(SQL.unfolded, { accountId });
+  async unfolded(tx: Sql, accountId: string, answeredBefore?: number): Promise<UnfoldedRequest[]> {
+    const rows = await tx.all<{ seq: number; request: string }>(
+      answeredBefore === undefined ? SQL.unfolded : SQL.unfoldedBefore,
+      { accountId, answeredBefore },
+    );
     return rows.map((row) => ({ seq: row.seq, request: JSON.parse(row.request) as JournaledRequest }));
   }
 
