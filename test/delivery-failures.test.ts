@@ -203,7 +203,7 @@ describe.runIf(TEST_ENGINE === 'postgres')('a take-over cut short', () => {
     );
     failOnce(
       sandbox.stores.webhooks,
-      'findById',
+      'find',
       Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }),
     );
     expect((await advance(sandbox, 0)).status).toBe(503);

@@ -781,17 +781,21 @@ describe('crash safety', () => {
 });
 
 describe('an outcome that cannot be written', () => {
-  /** Makes writing any send's outcome fail as a broken statement would: neither a full disk nor an outage. */
-  async function refuseOutcomes(sandbox: TestSandbox) {
+  /**
+   * Makes writing any send's outcome fail as a broken statement would: neither a full disk nor an
+   * outage; with `putBacks`, putting the attempt back among the scheduled ones too (it stays owed).
+   */
+  async function refuseOutcomes(sandbox: TestSandbox, options = { putBacks: false }) {
+    const refused = options.putBacks ? "'succeeded', 'failed', 'scheduled'" : "'succeeded', 'failed'";
     if (TEST_ENGINE === 'sqlite') {
       await sandbox.db.run(`CREATE TRIGGER refuse_outcome BEFORE UPDATE ON webhook_attempts
-        WHEN NEW.status IN ('succeeded', 'failed') BEGIN SELECT RAISE(ABORT, 'outcome refused by the test'); END`);
+        WHEN NEW.status IN (${refused}) BEGIN SELECT RAISE(ABORT, 'outcome refused by the test'); END`);
       return;
     }
     await sandbox.db.run(`CREATE FUNCTION refuse_outcome() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN RAISE EXCEPTION 'outcome refused by the test'; END $$`);
     await sandbox.db.run(`CREATE TRIGGER refuse_outcome BEFORE UPDATE ON webhook_attempts FOR EACH ROW
-      WHEN (NEW.status IN ('succeeded', 'failed')) EXECUTE FUNCTION refuse_outcome()`);
+      WHEN (NEW.status IN (${refused})) EXECUTE FUNCTION refuse_outcome()`);
   }
 
   async function allowOutcomes(sandbox: TestSandbox) {
@@ -849,6 +853,26 @@ describe('an outcome that cannot be written', () => {
     });
     expect((await sandbox.call('GET', `/v1/webhooks/${hook.id}`)).json.status).toBe('failed');
     expect((await sandbox.call('GET', '/_sandbox/emails')).json.data).toHaveLength(1);
+  });
+
+  it('sends nothing more to a deleted webhook, not even a manual redelivery it still owes', async () => {
+    const sandbox = await frozen();
+    const target = await receiver([200]);
+    const hook = await register(sandbox, target.url);
+    await sandbox.newShipment();
+    expect((await advance(sandbox, 0)).status).toBe(200);
+    const [first] = await attemptsOf(sandbox, hook.id);
+
+    // Sent, and neither its outcome nor its put-back written: owed, in memory only.
+    await refuseOutcomes(sandbox, { putBacks: true });
+    const again = await sandbox.call('POST', `/_sandbox/deliveries/${first.id}/redeliver`);
+    expect(again.json).toMatchObject({ redelivery: true, status: 'sending' });
+    expect((await sandbox.call('DELETE', `/v1/webhooks/${hook.id}`)).status).toBe(200);
+    await allowOutcomes(sandbox);
+    expect((await advance(sandbox, 60)).status).toBe(200);
+    expect(target.requests).toHaveLength(2);
+    const owed = await sandbox.call('GET', `/_sandbox/deliveries/${again.json.id}`);
+    expect(owed.json.status).toBe('cancelled');
   });
 
   it('sends it three more times while every outcome is refused, then leaves it sending', async () => {

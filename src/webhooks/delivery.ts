@@ -267,7 +267,7 @@ export class WebhookDelivery implements DueQueue {
   }
 
   private async takeOver(attempt: AttemptRecord): Promise<void> {
-    const { db, store, attempts, scheduler, logger } = this.deps;
+    const { db, attempts, scheduler, logger } = this.deps;
     const { replica } = scheduler;
     if (!attempt.redelivery && attempt.probe === null && this.dispatcher.holdsAllItMay(attempt.webhookId)) {
       await attempts.requeue(db, attempt.id, replica.id);
@@ -278,9 +278,8 @@ export class WebhookDelivery implements DueQueue {
       await attempts.cancelAttempt(db, attempt.id, 'a probe cut off by a restart is not sent again');
       return;
     }
-    const webhook = await store.findById(db, attempt.webhookId);
-    // A manual redelivery goes out whatever the webhook's status; anything else only to an active one.
-    if (!webhook || (webhook.status !== 'active' && !attempt.redelivery)) {
+    const webhook = await this.recipientOf(db, attempt);
+    if (!webhook) {
       await attempts.cancelAttempt(db, attempt.id, 'the webhook is not active');
       return;
     }
@@ -344,12 +343,10 @@ export class WebhookDelivery implements DueQueue {
       subject: attempt.id,
       due_at: formatTimestamp(attempt.scheduledAt),
     };
-    const { db, store, attempts } = this.deps;
+    const { db, attempts } = this.deps;
     const webhook = await db.transaction(async (tx) => {
-      const found = await store.findById(tx, attempt.webhookId);
-      // A manual redelivery (put back after its outcome could not be written) goes out whatever the
-      // webhook's status, as it did the first time.
-      if (!found || (found.status !== 'active' && !attempt.redelivery)) {
+      const found = await this.recipientOf(tx, attempt);
+      if (!found) {
         await attempts.cancelPending(tx, attempt.webhookId, 'the webhook is not active');
         await attempts.cancelAttempt(tx, attempt.id, 'the webhook is not active');
         return undefined;
@@ -370,6 +367,17 @@ export class WebhookDelivery implements DueQueue {
       .dispatch(attempt, webhook, attempt.scheduledAt, { manual: attempt.redelivery })
       .catch(() => undefined);
     return { ...summary, webhook_id: webhook.id, event_id: attempt.eventId, attempt: attempt.attempt };
+  }
+
+  /**
+   * The webhook an attempt may still go to: an active one, or for a manual redelivery any but a deleted
+   * one (the contract sends those to a failed or disabled webhook, never to a deleted one). A deletion
+   * cancels only scheduled attempts: one that was `sending` then, or owed in memory (takeBack), is
+   * stopped here when it falls due again.
+   */
+  private async recipientOf(q: Sql, attempt: AttemptRecord): Promise<WebhookRecord | undefined> {
+    const webhook = await this.deps.store.find(q, attempt.accountId, attempt.webhookId);
+    return webhook && (webhook.status === 'active' || attempt.redelivery) ? webhook : undefined;
   }
 
   /**
