@@ -135,7 +135,7 @@ describe.runIf(TEST_ENGINE === 'postgres')('an outcome that cannot be written, o
     expect(target.requests).toHaveLength(1);
   });
 
-  it('kept, then refused for another reason: dropped, and advances go on', async () => {
+  it('kept, then refused for another reason: put back, and sent again 30 s after it went out', async () => {
     const sandbox = await frozen();
     const target = await receiver();
     const hook = await register(sandbox, target.url);
@@ -145,10 +145,14 @@ describe.runIf(TEST_ENGINE === 'postgres')('an outcome that cannot be written, o
 
     await refuseOutcomes(sandbox, 'P0001');
     expect((await advance(sandbox, 0)).status).toBe(200);
-    expect(sandbox.logLines.some((line) => line.msg === 'dropped a write that cannot succeed')).toBe(true);
+    expect(sandbox.logLines.some((line) => line.msg === 'could not record a delivery outcome')).toBe(true);
+    expect(await statuses(sandbox, hook.id)).toEqual(['scheduled']);
     await sandbox.db.run('DROP TRIGGER refuse_outcome ON webhook_attempts');
-    expect(await statuses(sandbox, hook.id)).toEqual(['sending']);
-    expect((await advance(sandbox, 60)).status).toBe(200);
+    expect((await advance(sandbox, 29)).status).toBe(200);
+    expect(target.requests).toHaveLength(1);
+    expect((await advance(sandbox, 1)).status).toBe(200);
+    expect(target.requests).toHaveLength(2);
+    expect(await statuses(sandbox, hook.id)).toEqual(['succeeded']);
   });
 
   it('on one replica: an advance through another waits only until the send has timed out', async () => {

@@ -267,21 +267,25 @@ export class DeliveryDispatcher {
       },
       'delivery',
     );
-    const writeOutcome = () =>
-      this.deps.db.transaction((tx) => this.deps.settle(tx, attempt, result, sentAt, options.manual));
+    // Refused for a reason that will not pass, now or when kept for later: taken back, since the
+    // scheduler would drop the write and leave the attempt `sending` for good.
+    const writeOutcome = async () => {
+      try {
+        await this.deps.db.transaction((tx) => this.deps.settle(tx, attempt, result, sentAt, options.manual));
+      } catch (error) {
+        if (isPassingStorageFailure(error)) throw error;
+        this.deps.logger.error({ err: error, attempt: attempt.id }, 'could not record a delivery outcome');
+        // The database may be closing under a stopping server: the attempt stays `sending` and is
+        // resent after the next start.
+        if (!this.stopped) await this.deps.unsent(attempt, sentAt);
+      }
+    };
     try {
       await writeOutcome();
     } catch (error) {
       // No room to write it (a full disk): the outcome is kept and written once there is, by the
       // scheduler, which backs off meanwhile; the attempt shows `sending` until then.
-      if (isPassingStorageFailure(error)) {
-        this.deps.scheduler.retryWrite(attempt.accountId, writeOutcome, error);
-        return;
-      }
-      this.deps.logger.error({ err: error, attempt: attempt.id }, 'could not record a delivery outcome');
-      // The database may be closing under a stopping server: the attempt stays `sending` and is
-      // resent after the next start.
-      if (!this.stopped) await this.deps.unsent(attempt, sentAt);
+      this.deps.scheduler.retryWrite(attempt.accountId, writeOutcome, error);
     }
   }
 }
