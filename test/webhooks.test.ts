@@ -829,6 +829,33 @@ describe('an outcome that cannot be written', () => {
     expect(await statuses(sandbox, hook.id)).toEqual(['succeeded']);
   });
 
+  it("sends one taken over late again 30 s after the clock's present, not at once", async () => {
+    const sandbox = await createTestSandbox();
+    try {
+      const target = await receiver([200]);
+      const hook = await register(sandbox, target.url);
+      await sandbox.newShipment();
+      // On the wire when its process stopped; the account's clock ran on for an hour before the next start.
+      await sandbox.db.run("UPDATE webhook_attempts SET status = 'sending', sent_at = scheduled_at");
+      sandbox.wall.now += 3_600_000;
+      await sandbox.call('POST', '/_sandbox/clock', { body: { frozen: true } });
+      await refuseOutcomes(sandbox);
+
+      await sandbox.services.delivery.start();
+      expect((await advance(sandbox, 0)).status).toBe(200);
+      expect(target.requests).toHaveLength(1);
+      expect(await statuses(sandbox, hook.id)).toEqual(['scheduled']);
+      await allowOutcomes(sandbox);
+      expect((await advance(sandbox, 29)).status).toBe(200);
+      expect(target.requests).toHaveLength(1);
+      expect((await advance(sandbox, 1)).status).toBe(200);
+      expect(target.requests).toHaveLength(2);
+      expect(await statuses(sandbox, hook.id)).toEqual(['succeeded']);
+    } finally {
+      await sandbox.stop();
+    }
+  });
+
   it('sends a manual redelivery again as one: to a failed webhook, failing nothing further', async () => {
     const sandbox = await frozen();
     await sandbox.call('POST', '/_sandbox/account', { body: { webhook_retry_schedule: [] } });

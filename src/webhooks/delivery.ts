@@ -56,6 +56,8 @@ export interface WebhookDeliveryDeps {
   recordTestEvent: (tx: Sql, accountId: string, type: EventType, now: number) => Promise<RecordedEvent>;
   /** The wall clock, for the time each attempt went out (the report shows both clocks). */
   realNow?: () => number;
+  /** The instant the account's clock reads now; undefined for no such account (the clock module). */
+  nowOf: (accountId: string) => Promise<number | undefined>;
   logger: Logger;
   metrics: WorkMetrics;
 }
@@ -74,7 +76,8 @@ export interface WebhookDeliveryDeps {
  */
 /**
  * How long, on the account's clock, an attempt whose send ended without an outcome written waits
- * before it goes out again (see takeBack).
+ * before it goes out again, counted from its send or the clock's present, whichever is later (see
+ * takeBack).
  */
 export const RESEND_UNSENT_MS = 30_000;
 /**
@@ -382,10 +385,10 @@ export class WebhookDelivery implements DueQueue {
 
   /**
    * An attempt whose send ended without an outcome written goes back among the scheduled ones, due
-   * RESEND_UNSENT_MS after it went out on the account's clock, so that it is sent again without
-   * waiting for a restart (as a send cut off by a crash is). Until the database takes that, it is
-   * owed, and put back before the account's next due work is looked for. After TAKE_BACKS, it stays
-   * `sending` until the next start. A probe is not sent again: whoever asked for it had their answer.
+   * RESEND_UNSENT_MS later on the account's clock, so that it is sent again without waiting for a
+   * restart (as a send cut off by a crash is). Until the database takes that, it is owed, and put
+   * back before the account's next due work is looked for. After TAKE_BACKS, it stays `sending`
+   * until the next start. A probe is not sent again: whoever asked for it had their answer.
    */
   private async takeBack(attempt: AttemptRecord, sentAt: number): Promise<void> {
     if (attempt.probe !== null) {
@@ -403,7 +406,12 @@ export class WebhookDelivery implements DueQueue {
     // Counts of attempts long since settled are of no more use: kept at most a few thousand.
     if (this.takenBack.size >= 5_000) this.takenBack.clear();
     this.takenBack.set(attempt.id, times);
-    const dueAt = sentAt + RESEND_UNSENT_MS;
+    // Counted from the clock's present when it is past the send's stamp: a send made late (a backlog,
+    // a take-over after a restart) is stamped with its old due time, and would go out again at once.
+    // Within an advance the stored clock still reads where the advance began, behind `sentAt`. A clock
+    // that cannot be read leaves the stamp: the attempt must still be taken back.
+    const now = await this.deps.nowOf(attempt.accountId).catch(() => undefined);
+    const dueAt = Math.max(sentAt, now ?? sentAt) + RESEND_UNSENT_MS;
     this.owed.set(attempt.id, { accountId: attempt.accountId, dueAt });
     await this.putBack(attempt.accountId, attempt.id).catch(() => undefined);
     this.deps.scheduler.wakeFor(attempt.accountId, dueAt);

@@ -72,6 +72,7 @@ export function webhooksModule(settings: {
             announce: false,
           }),
         realNow,
+        nowOf: (accountId) => ports.clock.nowOf(accountId),
         logger,
         metrics,
       });
