@@ -91,8 +91,13 @@ export class WebhookDelivery implements DueQueue {
   private readonly dispatcher: DeliveryDispatcher;
   /** Attempts this process claimed to take over and has not yet handed to the dispatcher. */
   private readonly takingOver = new Set<string>();
-  /** Attempts taken back (takeBack) that the database has not yet put back: their account and new due time. */
-  private readonly owed = new Map<string, { accountId: string; dueAt: number }>();
+  /**
+   * By account, the attempts taken back (takeBack) that the database has not yet put back, and their
+   * new due time. Kept by account because every look for an account's due work puts back what it owes:
+   * one map of every account's would have each look and each take-back pass over all of them, work
+   * quadratic in what an outage leaves owed.
+   */
+  private readonly owed = new Map<string, Map<string, number>>();
   /** How many times each attempt was taken back by this process (see TAKE_BACKS). */
   private readonly takenBack = new Map<string, number>();
 
@@ -152,7 +157,7 @@ export class WebhookDelivery implements DueQueue {
     // A stopping sandbox sends nothing more: what is due stays due for the next start.
     if (this.dispatcher.stopping) return undefined;
     // Still refused: owed until a later look, and the rest of the account's work goes on.
-    if (this.owed.size > 0)
+    if (this.owed.has(accountId))
       await this.putBack(accountId).catch((error: unknown) => {
         this.deps.logger.warn({ err: error, account: accountId }, 'could not put a delivery back');
       });
@@ -412,7 +417,7 @@ export class WebhookDelivery implements DueQueue {
     // that cannot be read leaves the stamp: the attempt must still be taken back.
     const now = await this.deps.nowOf(attempt.accountId).catch(() => undefined);
     const dueAt = Math.max(sentAt, now ?? sentAt) + RESEND_UNSENT_MS;
-    this.owed.set(attempt.id, { accountId: attempt.accountId, dueAt });
+    this.owe(attempt.accountId, attempt.id, dueAt);
     await this.putBack(attempt.accountId, attempt.id).catch(() => undefined);
     this.deps.scheduler.wakeFor(attempt.accountId, dueAt);
   }
@@ -423,18 +428,27 @@ export class WebhookDelivery implements DueQueue {
    * is being taken back, or sent again after a put-back written though answered as failed).
    */
   private async putBack(accountId: string, taking?: string): Promise<void> {
-    for (const [id, owed] of this.owed) {
-      if (owed.accountId !== accountId) continue;
+    const owed = this.owed.get(accountId);
+    if (!owed) return;
+    for (const [id, dueAt] of owed) {
       if (id !== taking && this.dispatcher.holds(id)) continue;
       // Taken out before it is written, so that two looks at once never put it back twice.
-      this.owed.delete(id);
+      owed.delete(id);
+      // An account that owes nothing is not looked at (nextDue).
+      if (owed.size === 0) this.owed.delete(accountId);
       try {
-        await this.deps.attempts.requeue(this.deps.db, id, this.deps.scheduler.replica.id, owed.dueAt);
+        await this.deps.attempts.requeue(this.deps.db, id, this.deps.scheduler.replica.id, dueAt);
       } catch (error) {
-        this.owed.set(id, owed);
+        // Owed again in the account's map as it is now: this one may have been dropped meanwhile.
+        this.owe(accountId, id, dueAt);
         throw error;
       }
     }
+  }
+
+  private owe(accountId: string, attemptId: string, dueAt: number): void {
+    const owed = this.owed.get(accountId) ?? new Map<string, number>();
+    this.owed.set(accountId, owed.set(attemptId, dueAt));
   }
 
   private realNow(): number {
