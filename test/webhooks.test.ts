@@ -902,6 +902,30 @@ describe('an outcome that cannot be written', () => {
     expect(owed.json.status).toBe('cancelled');
   });
 
+  it('never puts back an owed attempt while it is being sent again', async () => {
+    const sandbox = await frozen();
+    const target = await receiver([200]);
+    const hook = await register(sandbox, target.url);
+    await refuseOutcomes(sandbox);
+    // Every put-back is written, then answered as failed (the connection lost after its commit): the
+    // attempt is due again and still owed, so it goes out again while owed.
+    const { attempts } = sandbox.stores;
+    const requeue = attempts.requeue.bind(attempts);
+    attempts.requeue = async (...args: Parameters<typeof requeue>) => {
+      await requeue(...args);
+      throw new Error('the connection was lost after the put-back was written');
+    };
+    await sandbox.newShipment();
+    expect((await advance(sandbox, 0)).status).toBe(200);
+    expect(await statuses(sandbox, hook.id)).toEqual(['scheduled']);
+
+    // Looks for due work while it is on the wire leave it be: put back then, it would go out twice.
+    await allowOutcomes(sandbox);
+    expect((await advance(sandbox, 30)).status).toBe(200);
+    expect(target.requests).toHaveLength(2);
+    expect(await statuses(sandbox, hook.id)).toEqual(['succeeded']);
+  });
+
   it('sends it three more times while every outcome is refused, then leaves it sending', async () => {
     const sandbox = await frozen();
     const target = await receiver([200]);
