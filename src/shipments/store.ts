@@ -81,6 +81,31 @@ const toRecord = (row: ShipmentRow): ShipmentRecord => {
   };
 };
 
+/**
+ * A shipment's record as created, its fields named one by one: a spread that adds fields its source
+ * lacks (`{ ...shipment, labelId: null }`) makes V8 build a new hidden class for every object it
+ * makes, in the old generation, where each creation's classes stayed until the next full collection.
+ */
+function newRecord(shipment: NewShipment, reference: string | null, seq: number): ShipmentRecord {
+  return {
+    id: shipment.id,
+    accountId: shipment.accountId,
+    status: shipment.status,
+    carrier: shipment.carrier,
+    service: shipment.service,
+    rate: shipment.rate,
+    from: shipment.from,
+    to: shipment.to,
+    parcel: shipment.parcel,
+    reference,
+    createdAt: shipment.createdAt,
+    trackingNumber: null,
+    labelId: null,
+    cancelledAt: null,
+    seq,
+  };
+}
+
 /** The API's Shipment. `cancelled_at` is null until the shipment is cancelled. */
 export function presentShipment(record: Omit<ShipmentRecord, 'seq' | 'accountId'>): Shipment {
   return {
@@ -177,23 +202,25 @@ export class ShipmentStore {
     tx: Sql,
     shipment: NewShipment,
   ): Promise<{ record: ShipmentRecord; json: JsonText<Shipment> }> {
-    const unstored = { ...shipment, trackingNumber: null, labelId: null, cancelledAt: null };
-    const json = toJsonText(presentShipment(unstored));
+    const json = toJsonText(presentShipment(newRecord(shipment, shipment.reference, 0)));
     // The creation answers the reference as sent; the row, and so every read, as it is stored.
-    const stored = { ...unstored, reference: wellFormed(shipment.reference) };
-    const storedJson = stored.reference === shipment.reference ? json : toJsonText(presentShipment(stored));
+    const reference = wellFormed(shipment.reference);
+    const storedJson =
+      reference === shipment.reference
+        ? json
+        : toJsonText(presentShipment(newRecord(shipment, reference, 0)));
     this.changed(shipment.accountId);
     const row = await tx.get<{ seq: number }>(SQL.insert, {
       id: shipment.id,
       accountId: shipment.accountId,
       status: shipment.status,
       carrier: shipment.carrier,
-      reference: stored.reference,
+      reference,
       createdAt: shipment.createdAt,
       body: packShipmentBody(storedJson),
     });
     this.changed(shipment.accountId);
-    return { record: { ...stored, seq: (row as { seq: number }).seq }, json };
+    return { record: newRecord(shipment, reference, (row as { seq: number }).seq), json };
   }
 
   /** The shipment if it exists in this account; another account's shipment does not exist here. */
