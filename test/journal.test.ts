@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_ACCOUNT } from '../src/accounts/default-account.js';
-import { MemoryJournal } from '../src/journal/journal.js';
+import { MemoryJournal, NotedRequest } from '../src/journal/journal.js';
 import { createTestSandbox, expectError } from './helpers.js';
 
 const entry = (n: number) => ({
@@ -51,6 +51,61 @@ describe('request journal', () => {
     journal.forget('acc_a');
     expect(await journal.recent('acc_a', 10)).toEqual([]);
     expect(await journal.recent('acc_unknown', 10)).toEqual([]);
+  });
+});
+
+describe('requests as the middleware notes them', () => {
+  const noted = (n: number) => {
+    const { id: _, ...request } = entry(n);
+    return new NotedRequest({
+      ...request,
+      method: 'POST',
+      bodySha256: createHash('sha256').update(String(n)).digest('hex'),
+    });
+  };
+
+  it('are named alike by the journal and by the entry its listeners hear of, whichever is read first', async () => {
+    const journal = new MemoryJournal();
+    const heard: NotedRequest[] = [];
+    journal.observe((_, request) => heard.push(request as NotedRequest));
+    for (let n = 0; n < 1500; n++) journal.record('acc_a', noted(n));
+    const readFirst = heard[1400]?.id;
+
+    const listed = await journal.recent('acc_a', 1000);
+    expect(listed[99]?.id).toBe(readFirst);
+    expect(listed.map((e) => e.id)).toEqual(
+      heard
+        .slice(500)
+        .reverse()
+        .map((request) => request.id),
+    );
+    expect(new Set(listed.map((e) => e.id)).size).toBe(1000);
+    // Named by the journal while it kept them, read from the entry once the journal has moved on.
+    for (let n = 1500; n < 2600; n++) journal.record('acc_a', noted(n));
+    expect(heard[600]?.id).toBe(listed[899]?.id);
+
+    const [latest] = await journal.recent('acc_a', 1);
+    expect(latest).toMatchObject({
+      id: expect.stringMatching(/^req_[0-9A-HJKMNP-TV-Z]{26}$/),
+      method: 'POST',
+      path: '/v1/shipments/2599',
+      duration_ms: 1,
+      body_sha256: createHash('sha256').update('2599').digest('hex'),
+    });
+    expect(JSON.parse(JSON.stringify(heard[2599]))).toMatchObject({
+      id: latest?.id,
+      bodySha256: latest?.body_sha256,
+    });
+  });
+
+  it('keep a hash that is not hex, and no hash, as they were', async () => {
+    const journal = new MemoryJournal();
+    journal.record('acc_a', { ...entry(1), bodySha256: 'not hex' });
+    journal.record('acc_a', { ...entry(2), bodySha256: null });
+    expect((await journal.recent('acc_a', 2)).map((e) => [e.id, e.body_sha256])).toEqual([
+      ['req_2', null],
+      ['req_1', 'not hex'],
+    ]);
   });
 });
 

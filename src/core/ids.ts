@@ -39,6 +39,30 @@ export function newId(prefix: IdPrefix, atMs: number): string {
   return `${prefix}_${ulid(atMs, randomFraction)}`;
 }
 
+/**
+ * Half the random part of an identifier made later (`idFromDraws`): eight of its characters, five
+ * random bits each, as one number that a typed array can hold. An identifier made from the same two
+ * draws is the same whenever it is made, and is spelled as `newId` would have spelled it from the
+ * same bytes.
+ */
+export function drawIdHalf(): number {
+  let bits = 0;
+  for (let i = 0; i < 8; i++) bits = bits * 32 + Math.floor(randomFraction() * 32);
+  return bits;
+}
+
+/** The identifier of `newId`, its random part from two draws of `drawIdHalf`. */
+export function idFromDraws(prefix: IdPrefix, atMs: number, first: number, second: number): string {
+  let drawn = 0;
+  const replay = () => {
+    const half = drawn < 8 ? first : second;
+    const bits = Math.floor(half / 32 ** (7 - (drawn % 8))) % 32;
+    drawn += 1;
+    return bits / 32;
+  };
+  return `${prefix}_${ulid(atMs, replay)}`;
+}
+
 const CROCKFORD_BASE32 = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 /** The ULID's random part: its last 16 characters. */
 const ULID_RANDOM_CHARS = 16;
