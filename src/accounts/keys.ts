@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 
 /**
  * API key values. Only a SHA-256 of each key is stored: keys are 128 random bits, so a fast hash is
@@ -13,7 +13,7 @@ export function newKeyValue(): string {
 }
 
 export function hashKey(value: string): string {
-  return createHash('sha256').update(value).digest('hex');
+  return hash('sha256', value);
 }
 
 export type KeyShape = 'test' | 'live' | 'malformed';

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { Context, MiddlewareHandler } from 'hono';
 import { createMiddleware } from 'hono/factory';
 import type { Caller } from '../core/actor.js';
@@ -90,7 +90,8 @@ function record(
       keyId: who.keyId,
       keyRevoked,
       retryAfter: Number.isFinite(retryAfter) ? retryAfter : null,
-      bodySha256: body === undefined ? null : createHash('sha256').update(body).digest('hex'),
+      // One-shot: no Hash object a request.
+      bodySha256: body === undefined ? null : hash('sha256', body),
     }),
   );
 }
