@@ -8,6 +8,7 @@ import { openDatabase } from '../src/db/database.js';
 import { migrateSqlite } from '../src/db/migrations.js';
 import type { SandboxDatabase } from '../src/db/sql.js';
 import { createListener, TRANSPORT_TIMEOUTS } from '../src/http/listener.js';
+import type { JournaledRequest } from '../src/journal/journal.js';
 import { loadScenarios, scenarioDirectories } from '../src/scenarios/files.js';
 import { createSandbox, type SandboxParts, sandboxSchema } from '../src/wiring.js';
 import { testDatabase } from './databases.js';
@@ -192,4 +193,29 @@ export async function serveSandbox(sandbox: Pick<TestSandbox, 'app'>) {
     await new Promise<void>((resolve) => listener.close(() => resolve()));
   };
   return { origin, close };
+}
+
+/**
+ * A journaled request as the middleware would note it, for the journal and the report alone: a `GET` of
+ * the shipment list answered 200, answered at `at` on both clocks unless the overrides say otherwise.
+ */
+export function journaledRequest(
+  request: Partial<JournaledRequest> & Pick<JournaledRequest, 'id' | 'at'>,
+): JournaledRequest {
+  return {
+    method: 'GET',
+    path: '/v1/shipments',
+    query: '',
+    status: 200,
+    code: null,
+    field: null,
+    durationMs: 1,
+    wallAt: request.at,
+    answeredWallAt: request.at,
+    keyId: 'key_1',
+    keyRevoked: false,
+    retryAfter: null,
+    bodySha256: null,
+    ...request,
+  };
 }

@@ -8,6 +8,7 @@ import { PostgresObservations, SETTLE_MS } from '../src/report/postgres-observat
 import type { Report } from '../src/report/schema.js';
 import { type RunningServer, startServer } from '../src/server.js';
 import { newPostgresSchema, TEST_ENGINE } from './databases.js';
+import { journaledRequest } from './helpers.js';
 import { openStream } from './sse.js';
 
 /**
@@ -201,23 +202,17 @@ describe.runIf(TEST_ENGINE === 'postgres')('two replicas over one PostgreSQL dat
     const [onA, onB] = [new PostgresJournal(db.sql, silent), new PostgresJournal(db.sql, silent)];
     // Every note below has settled: the wall clock is long past them.
     const observations = new PostgresObservations(db.sql, onA, silent, () => 1_000_000);
-    const request = (keyId: string, wallAt: number, status = 200): JournaledRequest => ({
-      id: `req_${keyId}_${wallAt}`,
-      method: 'GET',
-      path: '/v1/shipments',
-      query: '',
-      status,
-      code: status === 429 ? 'rate_limit_exceeded' : null,
-      field: null,
-      durationMs: 1,
-      at: wallAt,
-      wallAt,
-      answeredWallAt: wallAt + 1,
-      keyId,
-      keyRevoked: false,
-      retryAfter: status === 429 ? 60 : null,
-      bodySha256: null,
-    });
+    const request = (keyId: string, wallAt: number, status = 200): JournaledRequest =>
+      journaledRequest({
+        id: `req_${keyId}_${wallAt}`,
+        at: wallAt,
+        answeredWallAt: wallAt + 1,
+        keyId,
+        status,
+        code: status === 429 ? 'rate_limit_exceeded' : null,
+        retryAfter: status === 429 ? 60 : null,
+      });
+
     try {
       // B answers a 429 first, but writes it only after A's later request has been folded (recorded
       // on B only then, so that B's own flush timer cannot write it sooner).
@@ -246,23 +241,14 @@ describe.runIf(TEST_ENGINE === 'postgres')('two replicas over one PostgreSQL dat
     const journal = new PostgresJournal(db.sql, silent);
     let wallNow = 1_000_000;
     const observations = new PostgresObservations(db.sql, journal, silent, () => wallNow);
-    const request = (answeredWallAt: number): JournaledRequest => ({
-      id: `req_${answeredWallAt}`,
-      method: 'GET',
-      path: '/v1/shipments',
-      query: '',
-      status: 200,
-      code: null,
-      field: null,
-      durationMs: 1,
-      at: answeredWallAt - 1,
-      wallAt: answeredWallAt - 1,
-      answeredWallAt,
-      keyId: 'key_a',
-      keyRevoked: false,
-      retryAfter: null,
-      bodySha256: null,
-    });
+    const request = (answeredWallAt: number): JournaledRequest =>
+      journaledRequest({
+        id: `req_${answeredWallAt}`,
+        at: answeredWallAt - 1,
+        answeredWallAt,
+        keyId: 'key_a',
+      });
+
     try {
       journal.record(accountId, request(wallNow - SETTLE_MS - 1));
       journal.record(accountId, request(wallNow - 10));

@@ -16,6 +16,7 @@ import { signedBy, startAnsweringReceiver } from './answering-receiver.js';
 import {
   createTestSandbox,
   expectError,
+  journaledRequest,
   serveSandbox,
   shipmentRequest,
   type TestSandbox,
@@ -508,24 +509,10 @@ describe('what the report keeps of requests', () => {
 /** Journaled requests for the observations alone, numbered in order; each field may be overridden. */
 function journaledRequests() {
   let n = 0;
-  return (overrides: Partial<JournaledRequest>): JournaledRequest => ({
-    id: `req_${n++}`,
-    method: 'GET',
-    path: '/v1/shipments',
-    query: '',
-    status: 200,
-    code: null,
-    field: null,
-    durationMs: 1,
-    at: n,
-    wallAt: n,
-    answeredWallAt: n,
-    keyId: 'key_1',
-    keyRevoked: false,
-    retryAfter: null,
-    bodySha256: null,
-    ...overrides,
-  });
+  return (overrides: Partial<JournaledRequest>): JournaledRequest => {
+    n += 1;
+    return journaledRequest({ id: `req_${n - 1}`, at: n, wallAt: n, answeredWallAt: n, ...overrides });
+  };
 }
 
 describe("an account's observations as JSON (as replicas over PostgreSQL keep them)", () => {

@@ -14,7 +14,7 @@ import { addRequestStream } from '../src/journal/stream-routes.js';
 import { type RunningSandbox, startServer } from '../src/server.js';
 import { callSandbox, newAccountAt } from './cli-harness.js';
 import { testDatabaseUrl } from './databases.js';
-import { capturingLogger, shipmentRequest } from './helpers.js';
+import { capturingLogger, journaledRequest, shipmentRequest } from './helpers.js';
 import { openStream } from './sse.js';
 
 /**
@@ -149,24 +149,10 @@ describe('GET /_sandbox/requests/stream on a running sandbox', () => {
 
 describe('the request stream, alone on a socket', () => {
   const caller = (accountId: string): Caller => ({ accountId, keyId: 'key_1', scopes: SCOPES, now: 0 });
-  const entry = (n: number, overrides: Partial<JournaledRequest> = {}): JournaledRequest => ({
-    id: `req_${n}`,
-    method: 'GET',
-    path: '/v1/shipments',
-    query: '',
-    status: 200,
-    code: null,
-    field: null,
-    durationMs: 1,
-    at: Date.UTC(2026, 10, 22, 8, 0, 0),
-    wallAt: Date.UTC(2026, 10, 22, 8, 0, 0),
-    answeredWallAt: Date.UTC(2026, 10, 22, 8, 0, 0),
-    keyId: 'key_1',
-    keyRevoked: false,
-    retryAfter: null,
-    bodySha256: null,
-    ...overrides,
-  });
+  const entry = (n: number, overrides: Partial<JournaledRequest> = {}): JournaledRequest => {
+    const at = Date.UTC(2026, 10, 22, 8, 0, 0);
+    return journaledRequest({ id: `req_${n}`, at, wallAt: at, answeredWallAt: at, ...overrides });
+  };
 
   /** The route mounted alone, the account named by the `x-account` header, over Node's adapter. */
   async function serveStream(heartbeatMs: number) {
