@@ -233,6 +233,39 @@ describe.runIf(TEST_ENGINE === 'postgres')('two replicas over one PostgreSQL dat
     }
   });
 
+  it('writes a batch of requests as they were, line breaks, quotes, commas and backslashes in them', async () => {
+    const key = await starterAccount();
+    const accountId = (await call(0, 'GET', '/_sandbox/account', key)).json.id as string;
+    const db = postgresDatabase(database, { poolSize: 1 });
+    const journal = new PostgresJournal(db.sql, pino({ level: 'silent' }));
+    const now = Date.now();
+    const awkward = journaledRequest({
+      id: 'req_awkward',
+      path: '/v1/shipments/"a",\\b',
+      query: 'q=1,2&r="x"',
+      status: 422,
+      code: 'invalid_field',
+      field: 'line\nbreak, "quoted" \\ and \u2028',
+      at: now,
+    });
+    const plain = journaledRequest({ id: 'req_plain', at: now + 1 });
+    try {
+      journal.record(accountId, awkward);
+      journal.record(accountId, plain);
+      const [second, first] = await journal.recent(accountId, 2);
+      expect(second).toMatchObject({ id: 'req_plain' });
+      expect(first).toMatchObject({
+        id: 'req_awkward',
+        path: awkward.path,
+        query: awkward.query,
+        field: awkward.field,
+      });
+    } finally {
+      await journal.close();
+      await db.close();
+    }
+  });
+
   it('folds in the background only what has settled, and a report reads the newer notes on top', async () => {
     const key = await starterAccount();
     const accountId = (await call(0, 'GET', '/_sandbox/account', key)).json.id as string;
@@ -252,7 +285,9 @@ describe.runIf(TEST_ENGINE === 'postgres')('two replicas over one PostgreSQL dat
     try {
       journal.record(accountId, request(wallNow - SETTLE_MS - 1));
       journal.record(accountId, request(wallNow - 10));
-      // In the background: the settled note only, the newer one neither folded nor read.
+      // Written, as notes are long before they settle; in the background, the settled note only, the
+      // newer one neither folded nor read.
+      await journal.flush();
       expect((await observations.fold(accountId, false)).requests).toBe(1);
       expect((await observations.of(accountId)).requests).toBe(2);
       wallNow += SETTLE_MS;

@@ -42,5 +42,25 @@ export const JOURNAL_MIGRATIONS: Migrations = {
          ORDER BY e.n;
     END $$;
     `,
+    // The batch as three texts, one line (or number) a request, split where it lands: a JSON text has
+    // no raw line break. As arrays, each request's quotes were escaped into an array literal.
+    `
+    DROP FUNCTION request_journal_append(TEXT[], BIGINT[], TEXT[]);
+    CREATE FUNCTION request_journal_append(p_accounts TEXT, p_answered TEXT, p_requests TEXT)
+    RETURNS void LANGUAGE plpgsql AS $$
+    BEGIN
+      PERFORM set_config('synchronous_commit', 'off', true);
+      PERFORM pg_advisory_xact_lock(hashtext('shipping-sandbox request_journal ' || current_schema()));
+      INSERT INTO request_journal (account_key, answered_wall_at, request)
+        SELECT k.key, e.answered, e.request
+          FROM unnest(
+                 string_to_array(p_accounts, E'\\n'),
+                 string_to_array(p_answered, ',')::BIGINT[],
+                 string_to_array(p_requests, E'\\n')
+               ) WITH ORDINALITY AS e(account_id, answered, request, n)
+          JOIN account_keys k ON k.account_id = e.account_id
+         ORDER BY e.n;
+    END $$;
+    `,
   ],
 };

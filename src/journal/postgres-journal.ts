@@ -90,7 +90,8 @@ export class PostgresJournal implements RequestJournal, JournalNotes {
   /** Per account, the requests written since this process last asked for a fold. */
   private readonly sinceFold = new Map<string, number>();
   private fold: ((accountId: string) => Promise<unknown>) | undefined;
-  private readonly folds = new Set<Promise<unknown>>();
+  /** The folds under way, by account: one at a time each, since a second would only wait for the first. */
+  private readonly folds = new Map<string, Promise<unknown>>();
   private dropped = 0;
   private closed = false;
 
@@ -166,7 +167,7 @@ export class PostgresJournal implements RequestJournal, JournalNotes {
     await this.flush().catch((error: unknown) =>
       this.logger.warn({ err: error }, 'the last requests could not be written to the journal'),
     );
-    await Promise.all(this.folds);
+    await Promise.all(this.folds.values());
   }
 
   private flushLater(): void {
@@ -177,14 +178,18 @@ export class PostgresJournal implements RequestJournal, JournalNotes {
     });
   }
 
+  /**
+   * Writes what was buffered when it was called, and no more: under load, following what arrives
+   * meanwhile would write a few rows a round trip, back to back, instead of FLUSH_MS's worth at once.
+   */
   private async write(): Promise<void> {
-    while (this.buffer.length > 0) {
-      const batch = this.buffer.splice(0, BATCH_ROWS);
+    for (let left = this.buffer.length; left > 0; left -= BATCH_ROWS) {
+      const batch = this.buffer.splice(0, Math.min(left, BATCH_ROWS));
       try {
         await this.db.run(SQL.append, {
-          accounts: batch.map((entry) => entry.accountId),
-          answered: batch.map((entry) => entry.request.answeredWallAt),
-          requests: batch.map((entry) => JSON.stringify(entry.request)),
+          accounts: batch.map((entry) => entry.accountId).join('\n'),
+          answered: batch.map((entry) => entry.request.answeredWallAt).join(','),
+          requests: batch.map((entry) => JSON.stringify(entry.request)).join('\n'),
         });
       } catch (error) {
         // Kept for the next try, ahead of what came since, within the bound.
@@ -214,6 +219,7 @@ export class PostgresJournal implements RequestJournal, JournalNotes {
         continue;
       }
       this.sinceFold.delete(accountId);
+      if (this.folds.has(accountId)) continue;
       const folding = fold(accountId)
         .catch((error: unknown) =>
           this.logger.warn(
@@ -221,8 +227,8 @@ export class PostgresJournal implements RequestJournal, JournalNotes {
             "the report could not take in the account's requests",
           ),
         )
-        .finally(() => this.folds.delete(folding));
-      this.folds.add(folding);
+        .finally(() => this.folds.delete(accountId));
+      this.folds.set(accountId, folding);
     }
   }
 }

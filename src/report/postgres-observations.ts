@@ -127,8 +127,9 @@ export class PostgresObservations implements Observations {
    * every fold cost more than the requests themselves.
    */
   async fold(accountId: string, withNewer = true): Promise<AccountObservations> {
-    // What this process has recorded so far is in the tables first: a client sees its own requests.
-    await Promise.all([this.journal.flush(), ...this.writing]);
+    // What this process has recorded so far is in the tables first: a client sees its own requests. A
+    // fold in the background takes only settled notes, written long since.
+    if (withNewer) await Promise.all([this.journal.flush(), ...this.writing]);
     this.fetchesSinceFold.delete(accountId);
     const settledBefore = this.realNow() - SETTLE_MS;
     return this.db.transaction(async (tx) => {
