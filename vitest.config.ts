@@ -34,6 +34,7 @@ const ON_POSTGRES = [
   'test/tracking-api.test.ts',
   'test/tracking-controls.test.ts',
   'test/webhooks.test.ts',
+  'test/writer-lock.test.ts',
 ];
 
 export default defineConfig({

@@ -116,7 +116,7 @@ export async function startPostgresServer(
     // survive a power cut, and every commit waits for none.
     postgresFlags: [
       '-c',
-      'max_connections=400',
+      'max_connections=800',
       '-c',
       'fsync=off',
       '-c',

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { WorkMetrics } from './core/metrics.js';
+import type { MemoryPermit } from './db/memory-permit.js';
 import type { Migrations } from './db/migrations.js';
 import type { Sql } from './db/sql.js';
 import type { Router } from './http/router.js';
@@ -26,6 +27,11 @@ export interface ModuleContext {
    * spans stores runs in `db.transaction`, and passes its `tx` to every store call of the change.
    */
   readonly db: Sql;
+  /**
+   * Whether a store may keep what it reads in memory now: always over SQLite, over PostgreSQL only
+   * while this is the only replica (db/memory-permit.ts).
+   */
+  readonly memory: MemoryPermit;
   readonly scheduler: Scheduler;
   readonly logger: Logger;
   /** What background work reports to `/metrics` (src/metrics/). */

@@ -169,6 +169,7 @@ export async function createSandbox(parts: SandboxParts) {
   );
   const context: ModuleContext = {
     db,
+    memory: database.memory,
     scheduler,
     logger,
     metrics,
@@ -241,7 +242,12 @@ export async function createSandbox(parts: SandboxParts) {
     readRequest,
     auth,
     rateLimit(ports.accounts.rateLimiter, (caller) => accounts.limitsOf(caller), realNow),
-    injectFaults(ports.faults.store, (caller) => accounts.factOf(caller, FAULTS_FACT) !== false),
+    // A caller's fact is read with its key, which is kept in memory while the permit lasts: the
+    // store's own rules, kept and dropped at every change, answer then.
+    injectFaults(
+      ports.faults.store,
+      (caller) => database.memory.granted || accounts.factOf(caller, FAULTS_FACT) !== false,
+    ),
     requireJsonObjectBody,
   );
   // "Try it out" is the API itself: strict HTTPS holds there as on `/v1`, before the body is read.

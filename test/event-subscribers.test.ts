@@ -31,6 +31,7 @@ function recording(database: SandboxDatabase): { database: SandboxDatabase; sent
     database: {
       engine: database.engine,
       sql: wrap(database.sql),
+      memory: database.memory,
       description: database.description,
       migrate: (owners) => database.migrate(owners),
       ping: (ms) => database.ping(ms),

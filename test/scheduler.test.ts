@@ -40,7 +40,7 @@ async function setup(location?: string) {
   opened.push(database);
   await database.migrate(sandboxSchema(testConfig()));
   const db = database.sql;
-  const accounts = new AccountStore(db.engine === 'sqlite');
+  const accounts = new AccountStore(database.memory);
   const wall = { now: T0 };
   const { logger, lines } = capturingLogger();
   const service = new AccountService({

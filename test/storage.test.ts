@@ -7,6 +7,7 @@ import { newId } from '../src/core/ids.js';
 import { CursorCodec } from '../src/core/paging.js';
 import { type Db, MEMORY_PAGE_CACHE_KIB, MEMORY_PAGE_SIZE } from '../src/db/database.js';
 import { LEGACY_MIGRATIONS } from '../src/db/legacy-migrations.js';
+import { ALWAYS_GRANTED } from '../src/db/memory-permit.js';
 import { SqliteSql } from '../src/db/sqlite.js';
 import { packBody, packEnvelope, storedBody, unpackBody } from '../src/events/packing.js';
 import { EVENT_TYPES } from '../src/events/schema.js';
@@ -282,7 +283,7 @@ describe('schema 7 (smaller indexes)', () => {
       events: new EventStore(sql),
       cursors: new CursorCodec(Buffer.alloc(32, 7)),
       voidLabelOnCancel: async (_tx, _actor, shipment) => shipment,
-      keepAnswers: true,
+      memory: ALWAYS_GRANTED,
     });
     const actor = { accountId, now: T0 };
     const all = db

@@ -32,8 +32,8 @@ export function accountsModule(settings: {
   return {
     name: 'accounts',
     migrations: ACCOUNTS_MIGRATIONS,
-    build({ db, realNow, logger, ports, provide }) {
-      const store = new AccountStore(db.engine === 'sqlite');
+    build({ db, memory, realNow, logger, ports, provide }) {
+      const store = new AccountStore(memory);
       const rateCounts = rateCountsFor(db, realNow, logger);
       const rateLimiter = new RateLimiter(rateCounts);
       const service = new AccountService({

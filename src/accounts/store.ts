@@ -1,5 +1,6 @@
 import type { Scope } from '../core/actor.js';
 import type { ClockState } from '../core/clock.js';
+import { type MemoryPermit, mayKeep } from '../db/memory-permit.js';
 import { dialect, type Sql } from '../db/sql.js';
 import { hashKey } from './keys.js';
 import type { Plan } from './plans.js';
@@ -125,16 +126,18 @@ const SQL = {
 };
 
 /**
- * SQL for accounts and their keys. Every API request looks up its key and account. Over SQLite they
- * change only through this store, so they are kept in memory, and every write here drops what it
- * could have made stale; over PostgreSQL another replica may revoke a key or move a clock, so they are
- * read each time (`keepInMemory` false).
+ * SQL for accounts and their keys. Every API request looks up its key and account. While the memory
+ * permit lasts (one SQLite sandbox, or the only replica over PostgreSQL) they change only through
+ * this store, so they are kept in memory, and every write here drops what it could have made stale;
+ * while other replicas run, one may revoke a key or move a clock, so they are read each time.
  */
 export class AccountStore {
   private readonly byKeyValue = new Map<string, FoundKey>();
   private readonly byId = new Map<string, Account>();
 
-  constructor(private readonly keepInMemory: boolean) {}
+  constructor(private readonly memory: MemoryPermit) {
+    memory.onWithdraw(() => this.forget());
+  }
 
   /** What other modules read of an account with its key, in the same statement (see `addCallerFact`). */
   private readonly facts = new Map<string, string>();
@@ -201,14 +204,15 @@ export class AccountStore {
 
   /** The account, from memory when it was read since its last change. */
   find(q: Sql, id: string): Account | Promise<Account | undefined> | undefined {
-    return this.byId.get(id) ?? this.read(q, id);
+    return (this.memory.granted && this.byId.get(id)) || this.read(q, id);
   }
 
   private async read(q: Sql, id: string): Promise<Account | undefined> {
+    const generation = this.memory.generation;
     const row = await q.get<AccountRow>(SQL.selectAccount, [id]);
     if (!row) return undefined;
     const account = toAccount(row);
-    if (!this.keepInMemory) return account;
+    if (!mayKeep(this.memory, generation)) return account;
     if (this.byId.size >= CACHE_LIMIT) this.byId.clear();
     this.byId.set(id, account);
     return account;
@@ -216,10 +220,11 @@ export class AccountStore {
 
   /** The key with this value and its account, revoked or not; undefined when no such key exists. */
   findByKey(q: Sql, value: string): FoundKey | Promise<FoundKey | undefined> {
-    return this.byKeyValue.get(value) ?? this.readByKey(q, value);
+    return (this.memory.granted && this.byKeyValue.get(value)) || this.readByKey(q, value);
   }
 
   private async readByKey(q: Sql, value: string): Promise<FoundKey | undefined> {
+    const generation = this.memory.generation;
     const row = await q.get<AccountRow & KeyColumns & Record<string, unknown>>(this.selectByKeyHash, [
       hashKey(value),
     ]);
@@ -237,7 +242,7 @@ export class AccountStore {
     const facts: Record<string, unknown> = {};
     for (const name of this.facts.keys()) facts[name] = row[`fact_${name}`];
     const found: FoundKey = { account: toAccount(row), key, facts };
-    if (!this.keepInMemory) return found;
+    if (!mayKeep(this.memory, generation)) return found;
     // Unknown keys are not remembered, so random ones cannot fill the memory.
     if (this.byKeyValue.size >= CACHE_LIMIT) this.byKeyValue.clear();
     this.byKeyValue.set(value, found);

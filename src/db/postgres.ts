@@ -5,6 +5,7 @@ import { migratePostgres } from './migrations.js';
 import { PipelinedConnection } from './pipelined-connection.js';
 import { describeUrl } from './postgres-url.js';
 import type { Params, SandboxDatabase, Sql } from './sql.js';
+import { WRITER_LOCK_TIMING, WriterLock, type WriterLockTiming } from './writer-lock.js';
 
 /** A statement's text in PostgreSQL's numbered form, and where each number's value comes from. */
 interface Numbered {
@@ -133,9 +134,17 @@ export class PostgresSql extends PostgresQueries {
   constructor(
     readonly pool: pg.Pool,
     private readonly pipelined: readonly PipelinedConnection[],
+    /** Nothing is written before the replicas' lock is held (writer-lock.ts). */
+    private readonly writers: Pick<WriterLock, 'held'>,
     private readonly stalledAfterMs = STALLED_AFTER_MS,
   ) {
     super(new Map());
+  }
+
+  protected queryer(): Queryer {
+    const waiting = this.writers.held();
+    if (waiting === undefined) return this.connection();
+    return { query: (config) => waiting.then(() => this.connection().query(config)) };
   }
 
   /**
@@ -145,7 +154,7 @@ export class PostgresSql extends PostgresQueries {
    * behind a slow one waits for it (and fails with it, should it time out: pg then ends the
    * connection, there being no other way to take back what is on the wire).
    */
-  protected queryer(): Queryer {
+  private connection(): Queryer {
     const now = performance.now();
     for (const connection of this.pipelined)
       if (!connection.stalled(now, this.stalledAfterMs)) return connection;
@@ -154,6 +163,7 @@ export class PostgresSql extends PostgresQueries {
   }
 
   async transaction<T>(work: (tx: Sql) => Promise<T>): Promise<T> {
+    await this.writers.held();
     const client = await this.pool.connect();
     let broken: Error | undefined;
     // The pool listens for a connection's errors only while it is idle: one that breaks between two
@@ -237,6 +247,8 @@ export const STATEMENT_TIMEOUT_MS = 4_000;
  * receiver in between: one idle this long belongs to a process that stopped.
  */
 export const IDLE_IN_TRANSACTION_MS = 10_000;
+/** How long a replica that starts waits for the replicas' lock (the sole one steps aside in milliseconds). */
+const JOIN_WAIT_MS = 30_000;
 
 /**
  * A sandbox's database over PostgreSQL: a pool of connections to the URL's database (TLS and the
@@ -257,6 +269,8 @@ export function postgresDatabase(
     stalledAfterMs?: number;
     /** How long a pipelined connection with nothing to do stays open (IDLE_MS). */
     pipelinedIdleMs?: number;
+    /** See WRITER_LOCK_TIMING. */
+    writerLockTiming?: Partial<WriterLockTiming>;
   } = {},
 ): SandboxDatabase {
   const idleMs = Math.round(options.idleInTransactionMs ?? IDLE_IN_TRANSACTION_MS);
@@ -283,18 +297,29 @@ export function postgresDatabase(
     { length: PIPELINED_CONNECTIONS },
     () => new PipelinedConnection(connection, prepare, options.onIdleError, options.pipelinedIdleMs),
   );
-  const sql = new PostgresSql(pool, pipelined, options.stalledAfterMs);
+  const writers = new WriterLock(connection, { ...WRITER_LOCK_TIMING, ...options.writerLockTiming });
+  const sql = new PostgresSql(pool, pipelined, writers, options.stalledAfterMs);
   return {
     engine: 'postgres',
     sql,
+    memory: writers,
     description: `PostgreSQL, ${describeUrl(url)}`,
-    migrate: (owners) =>
-      migratePostgres(pool, owners).catch((error: unknown) => {
+    async migrate(owners) {
+      await migratePostgres(pool, owners).catch((error: unknown) => {
         throw notUsable(error)
           ? new Error(`cannot use the database at ${describeUrl(url)}: ${whatWentWrong(error)}`)
           : error;
-      }),
+      });
+      // Joins the replicas before serving: a sole replica asked to step aside does so at once.
+      await writers.held(JOIN_WAIT_MS);
+    },
     async ping(timeoutMs) {
+      // A replica that does not hold the replicas' lock serves nothing.
+      const joined = await (writers.held(timeoutMs) ?? Promise.resolve()).then(
+        () => true,
+        () => false,
+      );
+      if (!joined) return false;
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<boolean>((resolve) => {
         timer = setTimeout(() => resolve(false), timeoutMs);
@@ -322,6 +347,7 @@ export function postgresDatabase(
     close: async () => {
       await Promise.all(pipelined.map((c) => c.close()));
       await pool.end();
+      await writers.close();
     },
   };
 }

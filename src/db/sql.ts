@@ -12,6 +12,7 @@
  */
 
 import { isStorable, storableText } from '../core/text.js';
+import type { MemoryPermit } from './memory-permit.js';
 import type { OwnedTables } from './migrations.js';
 
 export type Engine = 'sqlite' | 'postgres';
@@ -66,6 +67,8 @@ export const dialect = <T>(sql: Pick<Sql, 'engine'>, forEach: Record<Engine, T>)
 export interface SandboxDatabase {
   readonly engine: Engine;
   readonly sql: Sql;
+  /** Whether stores may keep what they read in memory now (memory-permit.ts). */
+  readonly memory: MemoryPermit;
   /** What the banner and `/healthz` say it is (never a password). */
   readonly description: string;
   /** Brings every owner's tables up to date, in the order given (see migrations.ts). */

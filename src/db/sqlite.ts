@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3';
+import { ALWAYS_GRANTED } from './memory-permit.js';
 import { migrateSqlite } from './migrations.js';
 import { type ConnectionUse, type Params, type SandboxDatabase, type Sql, storableParams } from './sql.js';
 
@@ -249,6 +250,8 @@ export function sqliteDatabase(connection: Database.Database, location: string):
   return {
     engine: 'sqlite',
     sql,
+    // The data directory's lock keeps this process the only one.
+    memory: ALWAYS_GRANTED,
     description: location === ':memory:' ? 'SQLite, in memory' : `SQLite, ${location}`,
     async migrate(owners) {
       migrateSqlite(connection, owners);

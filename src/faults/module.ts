@@ -19,10 +19,11 @@ export function faultsModule(): SandboxModule {
   return {
     name: 'faults',
     migrations: FAULTS_MIGRATIONS,
-    async build({ db, ports, provide }) {
-      const store = new FaultStore(db);
-      // Over PostgreSQL, where the rules are read each time, whether the caller's account has any is read
-      // with its key, so that the requests of an account without rules (almost all) read none.
+    async build({ db, memory, ports, provide }) {
+      const store = new FaultStore(db, memory);
+      // Over PostgreSQL, where the rules are read each time while other replicas run, whether the
+      // caller's account has any is read with its key, so that the requests of an account without rules
+      // (almost all) read none.
       if (db.engine === 'postgres') ports.accounts.store.addCallerFact(FAULTS_FACT, ANY_ACTIVE_FAULT);
       provide('faults', { store });
       // A secret of the list's own, so that no other list's cursor means anything here.

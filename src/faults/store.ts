@@ -1,6 +1,7 @@
 import { ACCOUNT_CAPS, ensureUnderCap } from '../core/caps.js';
 import { type Page, type PagePosition, pageOf } from '../core/paging.js';
 import { holdAccount } from '../db/account-lock.js';
+import { ALWAYS_GRANTED, type MemoryPermit, mayKeep, NEVER_GRANTED } from '../db/memory-permit.js';
 import { afterParams, afterPlace, newestFirst } from '../db/paging.js';
 import type { Sql } from '../db/sql.js';
 
@@ -78,17 +79,19 @@ export const ANY_ACTIVE_FAULT = SQL.anyActive;
 
 /**
  * The fault rules. Every API request asks whether one of its account's matches, and almost always
- * none exists: over SQLite, whose rows only this process writes, each account's active rules are
- * kept in memory, dropped at every write; over PostgreSQL, where other replicas write too, they are
- * read each time.
+ * none exists: while the memory permit lasts (one SQLite sandbox, or the only replica over
+ * PostgreSQL), whose rows only this process writes, each account's active rules are kept in memory,
+ * dropped at every write; while other replicas write too, they are read each time.
  */
 export class FaultStore {
   private readonly cache = new Map<string, FaultRule[]>();
 
   constructor(
     private readonly db: Sql,
-    private readonly keepInMemory = db.engine === 'sqlite',
-  ) {}
+    private readonly memory: MemoryPermit = db.engine === 'sqlite' ? ALWAYS_GRANTED : NEVER_GRANTED,
+  ) {
+    memory.onWithdraw(() => this.cache.clear());
+  }
 
   /**
    * Adds a rule, within the account's cap (counted while the account is held). Spent rules (`times`
@@ -113,12 +116,13 @@ export class FaultStore {
 
   /** Rules that still apply, oldest first: the first match wins. */
   active(accountId: string): FaultRule[] | Promise<FaultRule[]> {
-    return (this.keepInMemory && this.cache.get(accountId)) || this.readActive(accountId);
+    return (this.memory.granted && this.cache.get(accountId)) || this.readActive(accountId);
   }
 
   private async readActive(accountId: string): Promise<FaultRule[]> {
+    const generation = this.memory.generation;
     const rules = (await this.db.all<FaultRow>(SQL.selectActive, [accountId])).map(toRule);
-    if (this.keepInMemory) this.cache.set(accountId, rules);
+    if (mayKeep(this.memory, generation)) this.cache.set(accountId, rules);
     return rules;
   }
 

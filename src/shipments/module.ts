@@ -21,7 +21,7 @@ export function shipmentsModule(): SandboxModule {
   return {
     name: 'shipments',
     migrations: SHIPMENTS_MIGRATIONS,
-    async build({ db, ports, provide }) {
+    async build({ db, memory, ports, provide }) {
       const store = new ShipmentStore(db);
       const service = new ShipmentService({
         db,
@@ -29,7 +29,7 @@ export function shipmentsModule(): SandboxModule {
         events: ports.events.store,
         cursors: new CursorCodec(await new SettingsStore(db).secret('cursor_signing_secret')),
         voidLabelOnCancel: (tx, actor, shipment) => ports.labels.service.voidOnCancel(tx, actor, shipment),
-        keepAnswers: db.engine === 'sqlite',
+        memory,
       });
       provide('shipments', { service, store });
       return {

@@ -4,6 +4,7 @@ import { ApiError, invalidParameter, notFound } from '../core/errors.js';
 import { newId } from '../core/ids.js';
 import { type JsonText, toJsonText } from '../core/json.js';
 import { type CursorCodec, pageMeta, parseLimit } from '../core/paging.js';
+import { type MemoryPermit, mayKeep } from '../db/memory-permit.js';
 import type { Sql } from '../db/sql.js';
 import type { EventStore } from '../events/store.js';
 import { CARRIERS, findCarrier } from '../rates/carriers.js';
@@ -45,10 +46,11 @@ export interface ShipmentServiceDeps {
    */
   voidLabelOnCancel: (tx: Sql, actor: Actor, shipment: ShipmentRecord) => Promise<ShipmentRecord>;
   /**
-   * Whether answers may be kept in memory (SQLite: this process writes every row, and counts each
-   * write). Over PostgreSQL other replicas write too, so every read goes to the database.
+   * Whether answers may be kept in memory: while this process writes every row, and counts each write
+   * (one SQLite sandbox, or the only replica over PostgreSQL). While other replicas write too, every
+   * read goes to the database.
    */
-  keepAnswers: boolean;
+  memory: MemoryPermit;
 }
 
 /** Creating, reading, listing and cancelling shipments. */
@@ -57,7 +59,12 @@ export class ShipmentService {
   /** Shipments as last read by id, kept as the pages are (a client polling a shipment reads it again). */
   private readonly reads = new PageCache(READS_KEPT);
 
-  constructor(private readonly deps: ShipmentServiceDeps) {}
+  constructor(private readonly deps: ShipmentServiceDeps) {
+    deps.memory.onWithdraw(() => {
+      this.pages.forget('');
+      this.reads.forget('');
+    });
+  }
 
   /**
    * Forgets the account's answers kept in memory (its reset). Its count of writes stays: it only ever
@@ -122,14 +129,15 @@ export class ShipmentService {
 
   /** The shipment's JSON as stored: `GET /v1/shipments/:id` sends it as it is. */
   async getJson(actor: Actor, id: string): Promise<JsonText<Shipment>> {
-    const { store, keepAnswers } = this.deps;
+    const { store, memory } = this.deps;
     const key = `${actor.accountId} ${id}`;
     const changes = store.changesOf(actor.accountId);
-    const read = keepAnswers ? this.reads.get(key, changes) : undefined;
+    const read = memory.granted ? this.reads.get(key, changes) : undefined;
     if (read !== undefined) return read as JsonText<Shipment>;
+    const generation = memory.generation;
     const json = await store.findJson(actor.accountId, id);
     if (json === undefined) throw notFound('shipment', id);
-    if (keepAnswers) this.reads.offer(key, changes, json);
+    if (mayKeep(memory, generation)) this.reads.offer(key, changes, json);
     return json;
   }
 
@@ -193,15 +201,17 @@ export class ShipmentService {
     const filter = { status, carrier: query.carrier };
     const key = [actor.accountId, limit, after?.createdAt, after?.seq, status, query.carrier].join(' ');
     const changes = store.changesOf(actor.accountId);
-    const answered = this.deps.keepAnswers ? this.pages.get(key, changes) : undefined;
+    const { memory } = this.deps;
+    const answered = memory.granted ? this.pages.get(key, changes) : undefined;
     if (answered !== undefined) return answered as JsonText<ShipmentList>;
+    const generation = memory.generation;
     const [{ bodies, hasMore, last }, total] = await Promise.all([
       store.page(actor.accountId, filter, limit, after),
       store.count(actor.accountId, filter),
     ]);
     const meta: ShipmentList['meta'] = pageMeta(cursors, actor.accountId, { hasMore, last }, total);
     const text = `{"data":[${bodies.join(',')}],"meta":${JSON.stringify(meta)}}` as JsonText<ShipmentList>;
-    if (this.deps.keepAnswers) this.pages.offer(key, changes, text);
+    if (mayKeep(memory, generation)) this.pages.offer(key, changes, text);
     return text;
   }
 }
