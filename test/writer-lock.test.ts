@@ -4,6 +4,7 @@ import { testConfig } from '../src/config/index.js';
 import { storageFailure } from '../src/core/storage-errors.js';
 import { postgresDatabase } from '../src/db/postgres.js';
 import type { SandboxDatabase } from '../src/db/sql.js';
+import { WRITER_LOCK_TIMING, WriterLock } from '../src/db/writer-lock.js';
 import { type RunningServer, startServer } from '../src/server.js';
 import { newPostgresSchema, TEST_ENGINE } from './databases.js';
 import { shipmentRequest } from './helpers.js';
@@ -83,6 +84,64 @@ describe.runIf(TEST_ENGINE === 'postgres')('the replicas lock', () => {
     await vi.waitFor(() => expect(dropped).toBe(1));
     await vi.waitFor(() => expect(database.memory.granted).toBe(true));
     expect(await database.sql.value('SELECT 1')).toBe(1);
+  });
+
+  /** The sessions that hold the schema's replicas lock, in any mode. */
+  async function holders(url: string): Promise<number> {
+    const other = await admin(url);
+    const { rows } = await other.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM pg_locks
+        WHERE locktype = 'advisory' AND objsubid = 2 AND granted
+          AND classid = hashtext('shipping-sandbox writers')::oid AND objid = hashtext($1)::oid`,
+      [schemaOf(url)],
+    );
+    return rows[0]?.n ?? -1;
+  }
+
+  /** A replica's lock on its own, its sessions named so that they can be found. */
+  function lockOf(url: string) {
+    const name = `writer-lock-test-${Math.random().toString(36).slice(2)}`;
+    const lock = new WriterLock(
+      { connectionString: url, application_name: name },
+      { ...WRITER_LOCK_TIMING, ...quick },
+    );
+    const sessions = async (other: pg.Client) =>
+      (
+        await other.query<{ query: string }>(
+          'SELECT query FROM pg_stat_activity WHERE application_name = $1',
+          [name],
+        )
+      ).rows.map((row) => row.query);
+    return { lock, sessions };
+  }
+
+  it('lets go of the lock and of its session when closed while it joins', async () => {
+    const url = await newPostgresSchema();
+    const { lock, sessions } = lockOf(url);
+    // The first statement starts the join; the replica is closed before its connection is open.
+    const waiting = lock.held(10_000)?.then(
+      () => 'went ahead',
+      (error: unknown) => storageFailure(error),
+    );
+    await lock.close();
+    expect(await holders(url)).toBe(0);
+    expect(await sessions(await admin(url))).toEqual([]);
+    expect(await waiting).toBe('unavailable');
+  });
+
+  it('fails what waits for the lock at once when closed, rather than when its time is up', async () => {
+    const url = await newPostgresSchema();
+    const stuck = await admin(url);
+    await stuck.query(`SELECT pg_advisory_lock(${keyOf(schemaOf(url))})`);
+    const { lock, sessions } = lockOf(url);
+    let failed: unknown;
+    lock.held(60_000)?.catch((error: unknown) => {
+      failed = error;
+    });
+    // Joining: it asks the sole holder to step aside, which never answers.
+    await vi.waitFor(async () => expect((await sessions(stuck)).join()).toContain('pg_notify'));
+    await lock.close();
+    await vi.waitFor(() => expect(storageFailure(failed)).toBe('unavailable'), { timeout: 1_000 });
   });
 
   it('holds every statement back while another holds the lock alone, as the database being away', async () => {

@@ -62,7 +62,8 @@ export class WriterLock implements MemoryPermit {
   private client: pg.Client | undefined;
   private schema = '';
   private joining: Promise<void> | undefined;
-  private readonly waiters = new Set<() => void>();
+  /** Statements waiting for the lock: called without an error once it is held, with one at `close`. */
+  private readonly waiters = new Set<(error?: Error) => void>();
   private readonly drops: (() => void)[] = [];
   private timer: NodeJS.Timeout | undefined;
   private grace: NodeJS.Timeout | undefined;
@@ -86,10 +87,11 @@ export class WriterLock implements MemoryPermit {
     if (this.closed) return Promise.reject(unavailable('Cannot use a pool after calling end'));
     void this.join();
     return new Promise((resolve, reject) => {
-      const done = () => {
+      const done = (error?: Error) => {
         clearTimeout(late);
         this.waiters.delete(done);
-        resolve();
+        if (error) reject(error);
+        else resolve();
       };
       const late = setTimeout(() => {
         this.waiters.delete(done);
@@ -108,6 +110,8 @@ export class WriterLock implements MemoryPermit {
     const client = this.client;
     this.client = undefined;
     this.hold = 'none';
+    // What waits for the lock fails now, rather than when its time is up (keeping the process alive).
+    for (const waiter of [...this.waiters]) waiter(unavailable('Cannot use a pool after calling end'));
     await client?.end().catch(() => undefined);
     await this.joining;
   }
@@ -134,6 +138,9 @@ export class WriterLock implements MemoryPermit {
         );
         this.schema = schema.rows[0]?.schema ?? '';
         await client.query(`LISTEN ${CHANNEL}`);
+        // Closed while this connection opened: `close` did not see it, so it is ended here, before it
+        // takes the lock (it would hold it for good, and keep the process alive).
+        if (this.closed) throw new Error('closed');
         this.client = client;
         if (await this.take(client, 'pg_try_advisory_lock')) return this.become('exclusive');
         for (;;) {
@@ -156,6 +163,8 @@ export class WriterLock implements MemoryPermit {
   }
 
   private become(hold: 'shared' | 'exclusive'): void {
+    // Closed as the lock was taken: `close` ends the session, and the lock with it.
+    if (this.closed) return;
     this.hold = hold;
     for (const waiter of [...this.waiters]) waiter();
     if (hold === 'exclusive') this.grantAfterGrace();
