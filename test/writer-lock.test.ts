@@ -7,7 +7,7 @@ import type { SandboxDatabase } from '../src/db/sql.js';
 import { WRITER_LOCK_TIMING, WriterLock } from '../src/db/writer-lock.js';
 import { type RunningServer, startServer } from '../src/server.js';
 import { newPostgresSchema, TEST_ENGINE } from './databases.js';
-import { shipmentRequest } from './helpers.js';
+import { createTestSandbox, shipmentRequest } from './helpers.js';
 
 /**
  * The replicas' lock (db/writer-lock.ts) on a real PostgreSQL server: the only replica keeps what it
@@ -226,5 +226,54 @@ describe.runIf(TEST_ENGINE === 'postgres')('a sandbox alone over PostgreSQL, the
     // Alone again once the second has gone, and keeping again.
     await running.splice(running.indexOf(second), 1)[0]?.close();
     await vi.waitFor(() => expect(memory.granted).toBe(true), { timeout: 5_000 });
+  });
+});
+
+/**
+ * The only replica keeps what it reads, but over PostgreSQL a statement outside one of its own open
+ * transactions reads what was there before it: what such a read finds is not kept, or the write,
+ * once answered, would not be what the next read sees.
+ */
+describe.runIf(TEST_ENGINE === 'postgres')('the only replica, while one of its transactions is open', () => {
+  it("keeps no shipment read before a cancel's transaction ends", async () => {
+    const sandbox = await createTestSandbox();
+    await vi.waitFor(() => expect(sandbox.database.memory.granted).toBe(true));
+    const key = await sandbox.newAccount();
+    const { id } = await sandbox.newShipment({}, key);
+    const status = async () => (await sandbox.call('GET', `/v1/shipments/${id}`, { key })).json.status;
+    // Polled: kept from its second read on.
+    for (let i = 0; i < 2; i++) expect(await status()).toBe('created');
+
+    // The client polls the shipment while its cancel is being written.
+    const { store } = sandbox.ports.events;
+    const record = store.record.bind(store);
+    vi.spyOn(store, 'record').mockImplementation(async (...args) => {
+      expect(await status()).toBe('created');
+      return record(...args);
+    });
+    expect((await sandbox.call('DELETE', `/v1/shipments/${id}`, { key })).json.status).toBe('cancelled');
+    vi.restoreAllMocks();
+    expect(await status()).toBe('cancelled');
+  });
+
+  it("keeps no fault rule read before a reset's transaction ends", async () => {
+    const sandbox = await createTestSandbox();
+    await vi.waitFor(() => expect(sandbox.database.memory.granted).toBe(true));
+    const key = await sandbox.newAccount();
+    const rule = { method: 'GET', path: '/v1/shipments', status: 503 };
+    expect((await sandbox.call('POST', '/_sandbox/faults', { key, body: rule })).status).toBe(201);
+    const list = async () => (await sandbox.call('GET', '/v1/shipments', { key })).status;
+    expect(await list()).toBe(503);
+
+    // A request comes in while the reset is deleting the account's rules.
+    const { store } = sandbox.ports.faults;
+    const deleteAll = store.deleteAll.bind(store);
+    vi.spyOn(store, 'deleteAll').mockImplementation(async (...args) => {
+      await deleteAll(...args);
+      expect(await list()).toBe(503);
+    });
+    expect((await sandbox.call('POST', '/_sandbox/reset', { key })).status).toBe(200);
+    vi.restoreAllMocks();
+    expect(await list()).toBe(200);
   });
 });

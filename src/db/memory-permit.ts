@@ -6,12 +6,17 @@
  *
  * A store checks `granted` before it answers from memory. What it read from the database it keeps only
  * if the permit is still granted under the `generation` it read under: a read begun before another
- * replica joined and left again may predate that replica's writes.
+ * replica joined and left again may predate that replica's writes. Nor while one of this process's
+ * own transactions is open, or when one began or ended during the read (`writing`, and the
+ * generation): over PostgreSQL a statement outside it reads what was there before its writes, which
+ * its stores forget before it commits.
  */
 export interface MemoryPermit {
   readonly granted: boolean;
-  /** Changes each time the permit is granted or withdrawn. */
+  /** Changes each time the permit is granted or withdrawn, and as a transaction of this process begins or ends. */
   readonly generation: number;
+  /** Whether a transaction of this process is open (over PostgreSQL; one SQLite connection reads its writes). */
+  readonly writing?: boolean;
   /** Calls `drop` each time the permit is withdrawn: the store forgets everything it kept. */
   onWithdraw(drop: () => void): void;
 }
@@ -24,4 +29,4 @@ export const NEVER_GRANTED: MemoryPermit = { granted: false, generation: 0, onWi
 
 /** Whether what was read under `generation` may be kept now. */
 export const mayKeep = (permit: MemoryPermit, generation: number) =>
-  permit.granted && permit.generation === generation;
+  permit.granted && permit.writing !== true && permit.generation === generation;

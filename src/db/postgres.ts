@@ -135,7 +135,7 @@ export class PostgresSql extends PostgresQueries {
     readonly pool: pg.Pool,
     private readonly pipelined: readonly PipelinedConnection[],
     /** Nothing is written before the replicas' lock is held (writer-lock.ts). */
-    private readonly writers: Pick<WriterLock, 'held'>,
+    private readonly writers: Pick<WriterLock, 'held' | 'transactionBegins'>,
     private readonly stalledAfterMs = STALLED_AFTER_MS,
   ) {
     super(new Map());
@@ -164,6 +164,16 @@ export class PostgresSql extends PostgresQueries {
 
   async transaction<T>(work: (tx: Sql) => Promise<T>): Promise<T> {
     await this.writers.held();
+    // Until it has ended, a read outside it may find what it is changing as it was: none is kept.
+    const ended = this.writers.transactionBegins();
+    try {
+      return await this.inTransaction(work);
+    } finally {
+      ended();
+    }
+  }
+
+  private async inTransaction<T>(work: (tx: Sql) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
     let broken: Error | undefined;
     // The pool listens for a connection's errors only while it is idle: one that breaks between two

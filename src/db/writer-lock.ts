@@ -68,6 +68,7 @@ export class WriterLock implements MemoryPermit {
   private timer: NodeJS.Timeout | undefined;
   private grace: NodeJS.Timeout | undefined;
   private closed = false;
+  private transactions = 0;
 
   constructor(
     private readonly config: pg.ClientConfig,
@@ -76,6 +77,26 @@ export class WriterLock implements MemoryPermit {
 
   onWithdraw(drop: () => void): void {
     this.drops.push(drop);
+  }
+
+  get writing(): boolean {
+    return this.transactions > 0;
+  }
+
+  /**
+   * A transaction of this process begins: what is read meanwhile outside it is not kept (`mayKeep`).
+   * Answers what to call once it has ended (committed, rolled back or lost).
+   */
+  transactionBegins(): () => void {
+    this.transactions += 1;
+    this.generation += 1;
+    let ended = false;
+    return () => {
+      if (ended) return;
+      ended = true;
+      this.transactions -= 1;
+      this.generation += 1;
+    };
   }
 
   /**
