@@ -277,3 +277,35 @@ describe.runIf(TEST_ENGINE === 'postgres')('the only replica, while one of its t
     expect(await list()).toBe(200);
   });
 });
+
+describe.runIf(TEST_ENGINE === 'postgres')('the only replica, as another joins during a request', () => {
+  it('applies the fault rule it wrote to a request whose key it kept from before the rule', async () => {
+    const url = await newPostgresSchema();
+    const database = postgresDatabase(url, { poolSize: 4, writerLockTiming: { graceMs: 0 } });
+    const sandbox = await createTestSandbox({}, { database });
+    await vi.waitFor(() => expect(database.memory.granted).toBe(true));
+    const key = await sandbox.newAccount();
+    const list = async () => (await sandbox.call('GET', '/v1/shipments', { key })).status;
+    // The key is read, and kept, while the account has no rule.
+    expect(await list()).toBe(200);
+    const rule = { method: 'GET', path: '/v1/shipments', status: 503 };
+    expect((await sandbox.call('POST', '/_sandbox/faults', { key, body: rule })).status).toBe(201);
+    expect(await list()).toBe(503);
+
+    // The next request finds its key in memory; a second replica joins before its faults are looked at.
+    const second = postgresDatabase(url, { poolSize: 1, writerLockTiming: { graceMs: 0, askEveryMs: 10 } });
+    try {
+      const { rateLimiter } = sandbox.ports.accounts;
+      const take = rateLimiter.take.bind(rateLimiter);
+      vi.spyOn(rateLimiter, 'take').mockImplementation(async (...args) => {
+        await second.sql.value('SELECT 1');
+        return take(...args);
+      });
+      expect(await list()).toBe(503);
+      expect(database.memory.granted).toBe(false);
+    } finally {
+      vi.restoreAllMocks();
+      await second.close();
+    }
+  });
+});

@@ -88,7 +88,7 @@ const toKey = (row: KeyRow): ApiKeyRecord => ({
 
 const CACHE_LIMIT = 10_000;
 
-/** A key as found: its account, and the facts other modules read with it (stale when kept in memory). */
+/** A key as found: its account, and the facts other modules read with it (none when kept in memory). */
 export interface FoundKey {
   account: Account;
   key: ApiKeyRecord;
@@ -243,9 +243,11 @@ export class AccountStore {
     for (const name of this.facts.keys()) facts[name] = row[`fact_${name}`];
     const found: FoundKey = { account: toAccount(row), key, facts };
     if (!mayKeep(this.memory, generation)) return found;
-    // Unknown keys are not remembered, so random ones cannot fill the memory.
+    // Unknown keys are not remembered, so random ones cannot fill the memory. Nor are the facts: this
+    // store's writes do not drop them, and a request that found its key here may read them after the
+    // permit is withdrawn (another replica joins), when they are all it has to go by.
     if (this.byKeyValue.size >= CACHE_LIMIT) this.byKeyValue.clear();
-    this.byKeyValue.set(value, found);
+    this.byKeyValue.set(value, { ...found, facts: {} });
     return found;
   }
 
