@@ -1,8 +1,14 @@
 import { createHash } from 'node:crypto';
+import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_ACCOUNT } from '../src/accounts/default-account.js';
+import { testConfig } from '../src/config/index.js';
+import { postgresDatabase } from '../src/db/postgres.js';
 import { MemoryJournal, NotedRequest } from '../src/journal/journal.js';
-import { createTestSandbox, expectError } from './helpers.js';
+import { PostgresJournal } from '../src/journal/postgres-journal.js';
+import { sandboxSchema } from '../src/wiring.js';
+import { newPostgresSchema, TEST_ENGINE } from './databases.js';
+import { createTestSandbox, expectError, journaledRequest } from './helpers.js';
 
 const entry = (n: number) => ({
   id: `req_${n}`,
@@ -169,3 +175,59 @@ describe('journal entries of the API', () => {
     expect((await sandbox.call('GET', '/_sandbox/requests')).json.data).toEqual([]);
   });
 });
+
+describe.runIf(TEST_ENGINE === 'postgres')(
+  "the journal's rows over PostgreSQL, from before folds kept a seq",
+  () => {
+    it('keep what was marked taken in as taken in, and what was not as still to take in', async () => {
+      const url = await newPostgresSchema();
+      const owners = sandboxSchema(testConfig());
+      const untilMarks = owners.map((owner) =>
+        owner.name === 'journal'
+          ? { ...owner, migrations: { ...owner.migrations, postgres: owner.migrations.postgres.slice(0, 2) } }
+          : owner,
+      );
+      const earlier = postgresDatabase(url, { poolSize: 1 });
+      try {
+        await earlier.migrate(untilMarks);
+        await earlier.sql.run(
+          `INSERT INTO accounts (id, name, plan, created_at, clock_anchor_real, clock_anchor_virtual, clock_speed,
+           clock_frozen, default_scenario) VALUES ('acct_a', 'a', 'starter', 0, 0, 0, 1, 0, 'standard')`,
+        );
+        // Four requests in the order written; the first and the third taken in (the second written late).
+        for (const [n, folded] of [
+          [1, true],
+          [2, false],
+          [3, true],
+          [4, false],
+        ] as const)
+          await earlier.sql.run(
+            `INSERT INTO request_journal (account_key, answered_wall_at, request, folded)
+           SELECT key, @n, @request, @folded FROM account_keys WHERE account_id = 'acct_a'`,
+            { n, folded, request: JSON.stringify(journaledRequest({ id: `req_${n}`, at: n })) },
+          );
+      } finally {
+        await earlier.close();
+      }
+
+      const database = postgresDatabase(url, { poolSize: 1 });
+      const journal = new PostgresJournal(database.sql, pino({ level: 'silent' }));
+      try {
+        await database.migrate(owners);
+        const { settled } = await database.sql.transaction((tx) =>
+          journal.unfolded(tx, 'acct_a', 1_000, true),
+        );
+        // Past the last row marked: the one written late before it is left out of the report.
+        expect(settled.map((row) => row.request.id)).toEqual(['req_4']);
+        expect(
+          await database.sql.all(
+            'SELECT k.account_id, f.through_seq FROM request_journal_folds f JOIN account_keys k ON k.key = f.account_key',
+          ),
+        ).toEqual([{ account_id: 'acct_a', through_seq: 3 }]);
+      } finally {
+        await journal.close();
+        await database.close();
+      }
+    });
+  },
+);

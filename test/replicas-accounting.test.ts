@@ -266,6 +266,38 @@ describe.runIf(TEST_ENGINE === 'postgres')('two replicas over one PostgreSQL dat
     }
   });
 
+  it('takes a settled note in only after the unsettled one written before it, each once', async () => {
+    const key = await starterAccount();
+    const accountId = (await call(0, 'GET', '/_sandbox/account', key)).json.id as string;
+    const db = postgresDatabase(database, { poolSize: 2 });
+    const silent = pino({ level: 'silent' });
+    const journal = new PostgresJournal(db.sql, silent);
+    let wallNow = 1_000_000;
+    const observations = new PostgresObservations(db.sql, journal, silent, () => wallNow);
+    const request = (answeredWallAt: number): JournaledRequest =>
+      journaledRequest({
+        id: `req_${answeredWallAt}`,
+        at: answeredWallAt - 1,
+        answeredWallAt,
+        keyId: 'key_a',
+      });
+
+    try {
+      // Written in this order: one answered just now, then one a replica answered long ago and wrote late.
+      journal.record(accountId, request(wallNow - 10));
+      journal.record(accountId, request(wallNow - SETTLE_MS - 5));
+      await journal.flush();
+      expect((await observations.fold(accountId, false)).requests).toBe(0);
+      wallNow += SETTLE_MS;
+      const folded = await observations.fold(accountId, false);
+      expect(folded.requests).toBe(2);
+      expect(await observations.of(accountId)).toEqual(folded);
+    } finally {
+      await Promise.all([journal.close(), observations.close()]);
+      await db.close();
+    }
+  });
+
   it('folds in the background only what has settled, and a report reads the newer notes on top', async () => {
     const key = await starterAccount();
     const accountId = (await call(0, 'GET', '/_sandbox/account', key)).json.id as string;

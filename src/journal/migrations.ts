@@ -3,8 +3,9 @@ import type { Migrations } from '../db/migrations.js';
 /**
  * One sandbox over SQLite keeps its journal in memory: no tables. Replicas over PostgreSQL share it
  * in `request_journal` (postgres-journal.ts): each request a row, its entry as JSON (sent as stored,
- * never queried inside), and whether the integration report has taken it in (`folded`), so that the
- * journal's rows are also the report's notes of requests and no request is written twice.
+ * never queried inside). The journal's rows are also the report's notes of requests, so that no
+ * request is written twice: `request_journal_folds` holds, for each account, the seq up to which the
+ * integration report has taken them in.
  */
 export const JOURNAL_MIGRATIONS: Migrations = {
   sqlite: [],
@@ -61,6 +62,23 @@ export const JOURNAL_MIGRATIONS: Migrations = {
           JOIN account_keys k ON k.account_id = e.account_id
          ORDER BY e.n;
     END $$;
+    `,
+    // The report's progress as one seq an account rather than a flag a row: marking each row taken in
+    // wrote every row twice more (a new version, then its removal) for the vacuum to clear.
+    `
+    CREATE TABLE request_journal_folds (
+      account_key BIGINT PRIMARY KEY REFERENCES account_keys(key) ON DELETE CASCADE,
+      -- every row of the account up to this seq has been taken in, and none after it
+      through_seq BIGINT NOT NULL
+    );
+    -- What was marked becomes each account's point reached. A row written late below it and not yet
+    -- taken in (a replica's last second's, at most) is left out of the report.
+    INSERT INTO request_journal_folds (account_key, through_seq)
+      SELECT account_key, max(seq) FROM request_journal WHERE folded GROUP BY account_key;
+    DROP INDEX request_journal_unfolded;
+    ALTER TABLE request_journal DROP COLUMN folded;
+    -- An account's rows in the order they were written: what the report has not taken in is a range.
+    CREATE INDEX request_journal_by_seq ON request_journal (account_key, seq);
     `,
   ],
 };

@@ -41,12 +41,22 @@ export interface JournalNotes {
   /** Writes this process's buffered requests now; resolves once they are in the table. */
   flush(): Promise<void>;
   /**
-   * The account's requests not yet taken in, in the order to take them in: by wall-clock answer time,
-   * then seq; only those answered before `answeredBefore` when it is given.
+   * The account's requests the report has not taken in. `settled`: the run of them, in the order they
+   * were written, from the first on that were all answered before `settledBefore` (by when another
+   * replica's of the same moments are written too); `newer`: the rest, read only `withNewer`. Each in
+   * the order to take them in: by wall-clock answer time, then seq.
    */
-  unfolded(tx: Sql, accountId: string, answeredBefore?: number): Promise<UnfoldedRequest[]>;
-  /** Marks the rows as taken in, and trims the account's journal to its last 1,000 (only rows taken in go). */
-  markFolded(tx: Sql, accountId: string, seqs: readonly number[]): Promise<void>;
+  unfolded(
+    tx: Sql,
+    accountId: string,
+    settledBefore: number,
+    withNewer: boolean,
+  ): Promise<{ settled: UnfoldedRequest[]; newer: UnfoldedRequest[] }>;
+  /**
+   * Notes that the report has taken in the account's requests up to `throughSeq`, and trims the
+   * account's journal to its last 1,000 (only rows taken in go).
+   */
+  markFolded(tx: Sql, accountId: string, throughSeq: number): Promise<void>;
   /** Asks `fold` to take in the account's requests whenever this process has written FOLD_EVERY more of them. */
   foldWith(fold: (accountId: string) => Promise<unknown>): void;
 }
@@ -56,16 +66,25 @@ const SQL = {
   recent: `SELECT request FROM request_journal WHERE account_key = ${accountKeyOf('@accountId')}
     ORDER BY answered_wall_at DESC, seq DESC LIMIT @limit`,
   deleteAccount: `DELETE FROM request_journal WHERE account_key = ${accountKeyOf('@accountId')}`,
+  deleteFolds: `DELETE FROM request_journal_folds WHERE account_key = ${accountKeyOf('@accountId')}`,
+  // The seq the report reached, and the first row after it not yet settled (answered at or after
+  // @settledBefore): a walk along the account's rows in the order written, from the point reached.
+  unfoldedRange: `SELECT r.seq AS reached,
+      (SELECT j.seq FROM request_journal j
+        WHERE j.account_key = k.key AND j.seq > r.seq AND j.answered_wall_at >= @settledBefore
+        ORDER BY j.seq LIMIT 1) AS unsettled
+    FROM (SELECT key FROM account_keys WHERE account_id = @accountId) k,
+    LATERAL (SELECT coalesce(
+      (SELECT f.through_seq FROM request_journal_folds f WHERE f.account_key = k.key), 0) AS seq) r`,
   unfolded: `SELECT seq, request FROM request_journal
-    WHERE account_key = ${accountKeyOf('@accountId')} AND NOT folded ORDER BY answered_wall_at, seq`,
-  unfoldedBefore: `SELECT seq, request FROM request_journal
-    WHERE account_key = ${accountKeyOf('@accountId')} AND NOT folded AND answered_wall_at < @answeredBefore
-    ORDER BY answered_wall_at, seq`,
-  markFolded: 'UPDATE request_journal SET folded = true WHERE seq = ANY (@seqs)',
+    WHERE account_key = ${accountKeyOf('@accountId')} AND seq > @after AND seq < @until ORDER BY seq`,
+  markFolded: `INSERT INTO request_journal_folds (account_key, through_seq)
+    SELECT key, @throughSeq FROM account_keys WHERE account_id = @accountId
+    ON CONFLICT (account_key) DO UPDATE SET through_seq = excluded.through_seq`,
   planByIndex: 'SET LOCAL enable_bitmapscan = off',
   // Rows older than the account's 1,000th newest go, once the report has taken them in.
   trim: `DELETE FROM request_journal
-    WHERE account_key = ${accountKeyOf('@accountId')} AND folded AND (answered_wall_at, seq) < (
+    WHERE account_key = ${accountKeyOf('@accountId')} AND seq <= @throughSeq AND (answered_wall_at, seq) < (
       SELECT answered_wall_at, seq FROM request_journal WHERE account_key = ${accountKeyOf('@accountId')}
       ORDER BY answered_wall_at DESC, seq DESC OFFSET ${ENTRIES_PER_ACCOUNT - 1} LIMIT 1
     )`,
@@ -135,6 +154,7 @@ export class PostgresJournal implements RequestJournal, JournalNotes {
     this.buffer = this.buffer.filter((entry) => entry.accountId !== accountId);
     this.sinceFold.delete(accountId);
     await tx.run(SQL.deleteAccount, { accountId });
+    await tx.run(SQL.deleteFolds, { accountId });
   }
 
   flush(): Promise<void> {
@@ -142,22 +162,39 @@ export class PostgresJournal implements RequestJournal, JournalNotes {
     return this.writing;
   }
 
-  async unfolded(tx: Sql, accountId: string, answeredBefore?: number): Promise<UnfoldedRequest[]> {
-    const rows = await tx.all<{ seq: number; request: string }>(
-      answeredBefore === undefined ? SQL.unfolded : SQL.unfoldedBefore,
-      { accountId, answeredBefore },
-    );
-    return rows.map((row) => ({ seq: row.seq, request: JSON.parse(row.request) as JournaledRequest }));
+  async unfolded(
+    tx: Sql,
+    accountId: string,
+    settledBefore: number,
+    withNewer: boolean,
+  ): Promise<{ settled: UnfoldedRequest[]; newer: UnfoldedRequest[] }> {
+    const range = await tx.get<{ reached: number; unsettled: number | null }>(SQL.unfoldedRange, {
+      accountId,
+      settledBefore,
+    });
+    const settled: UnfoldedRequest[] = [];
+    const newer: UnfoldedRequest[] = [];
+    if (!range) return { settled, newer };
+    const firstUnsettled = range.unsettled ?? Number.MAX_SAFE_INTEGER;
+    const rows = await tx.all<{ seq: number; request: string }>(SQL.unfolded, {
+      accountId,
+      after: range.reached,
+      until: withNewer ? Number.MAX_SAFE_INTEGER : firstUnsettled,
+    });
+    for (const row of rows) {
+      const unfolded = { seq: row.seq, request: JSON.parse(row.request) as JournaledRequest };
+      (row.seq < firstUnsettled ? settled : newer).push(unfolded);
+    }
+    return { settled: settled.sort(inAnswerOrder), newer: newer.sort(inAnswerOrder) };
   }
 
-  async markFolded(tx: Sql, accountId: string, seqs: readonly number[]): Promise<void> {
-    if (seqs.length === 0) return;
-    await tx.run(SQL.markFolded, { seqs });
+  async markFolded(tx: Sql, accountId: string, throughSeq: number): Promise<void> {
+    await tx.run(SQL.markFolded, { accountId, throughSeq });
     // The trim's bound is the 1,000th newest row: a short walk back along the account's index. A
     // table this quick to change has statistics that lag far behind it, and with them PostgreSQL would
     // rather gather all the account's rows (a second's requests under load) and sort them each time.
     await tx.run(SQL.planByIndex);
-    await tx.run(SQL.trim, { accountId });
+    await tx.run(SQL.trim, { accountId, throughSeq });
   }
 
   foldWith(fold: (accountId: string) => Promise<unknown>): void {
@@ -237,3 +274,7 @@ export class PostgresJournal implements RequestJournal, JournalNotes {
     }
   }
 }
+
+/** By wall-clock answer time, then seq: the order the report takes requests in. */
+const inAnswerOrder = (a: UnfoldedRequest, b: UnfoldedRequest) =>
+  a.request.answeredWallAt - b.request.answeredWallAt || a.seq - b.seq;

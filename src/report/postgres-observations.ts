@@ -50,16 +50,16 @@ const SQL = {
  * The observations that replicas over one PostgreSQL database share. What feeds them is rows: the
  * journal's (every replica's requests) and `report_label_fetches` (every replica's label URL
  * fetches). A fold takes an account's rows not yet taken in through the same state machine as one
- * sandbox's memory, in the order of their wall-clock times then seq, into the account's state row,
- * and marks them taken (journal rows stay for the journal; fetches go).
+ * sandbox's memory, in the order of their wall-clock times then seq, into the account's state row.
+ * Journal rows stay for the journal, and the seq up to which they were taken in is noted; fetches go.
  *
  * Only notes that have settled (SETTLE_MS) are folded for good; a report reads the newer ones on top.
  * A fold runs when the report is read, on whichever replica, and whenever a replica has written
  * many of an account's rows since its last fold, so the backlog stays bounded. It holds the state
  * row's lock (FOR UPDATE) throughout, so two folds of an account never interleave: the second reads
- * what the first left. Rows are marked rather than followed by a "last seq folded", which would skip
- * a row that another replica committed after a later seq had been folded; such a row is taken in by
- * the next fold, after the ones already folded.
+ * what the first left. Journal rows are committed in seq order, and a fold takes them in for good only
+ * up to the first one not settled: a row that another replica wrote late (answered before rows
+ * already taken in) has a later seq, and is taken in by the next fold, after them.
  */
 export class PostgresObservations implements Observations {
   /** Label fetches being written, awaited before a fold on this process so it sees them. */
@@ -141,9 +141,7 @@ export class PostgresObservations implements Observations {
       const account =
         state.state === null ? new AccountObservations() : observationsFromJson(JSON.parse(state.state));
 
-      // Both in the order of their wall-clock times: what has settled is a prefix of each.
-      const before = withNewer ? undefined : settledBefore;
-      const requests = await this.journal.unfolded(tx, accountId, before);
+      const requests = await this.journal.unfolded(tx, accountId, settledBefore, withNewer);
       const fetches = (
         await tx.all<{ seq: number; note: string }>(withNewer ? SQL.fetches : SQL.fetchesBefore, {
           accountId,
@@ -153,7 +151,7 @@ export class PostgresObservations implements Observations {
         seq: row.seq,
         note: JSON.parse(row.note) as LabelUrlNote,
       }));
-      const settledRequests = requests.filter(({ request }) => request.answeredWallAt < settledBefore);
+      const settledRequests = requests.settled;
       const settledFetches = fetches.filter(({ note }) => note.wallAt < settledBefore);
 
       if (settledRequests.length > 0 || settledFetches.length > 0) {
@@ -171,15 +169,12 @@ export class PostgresObservations implements Observations {
           state: JSON.stringify(observationsToJson(account)),
           through,
         });
-        await this.journal.markFolded(
-          tx,
-          accountId,
-          settledRequests.map((row) => row.seq),
-        );
+        const throughSeq = settledRequests.reduce((last, row) => Math.max(last, row.seq), 0);
+        if (throughSeq > 0) await this.journal.markFolded(tx, accountId, throughSeq);
         if (settledFetches.length > 0)
           await tx.run(SQL.deleteFetches, { seqs: settledFetches.map((row) => row.seq) });
       }
-      for (const { request } of requests.slice(settledRequests.length)) noteRequest(account, request);
+      for (const { request } of requests.newer) noteRequest(account, request);
       for (const { note } of fetches.slice(settledFetches.length)) noteLabelUrl(account, note);
       return account;
     });
