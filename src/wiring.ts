@@ -151,6 +151,7 @@ export async function createSandbox(parts: SandboxParts) {
     engine: database.engine,
     replica: config.replicaId,
     connections: () => database.connections(),
+    keepsReads: () => database.memory.granted,
   });
   // Over PostgreSQL other replicas may share the database: this one says it is alive, and holds
   // accounts and sends for as long as it does.

@@ -1,4 +1,4 @@
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { DEFAULT_ACCOUNT } from '../src/accounts/default-account.js';
 import { SANDBOX_VERSION } from '../src/core/version.js';
 import { SandboxMetrics } from '../src/metrics/metrics.js';
@@ -124,6 +124,13 @@ describe('GET /metrics', () => {
     expect(types.get('process_cpu_user_seconds_total')).toBe('counter');
     expect(types.get('nodejs_eventloop_lag_seconds')).toBe('gauge');
     expect(types.get('nodejs_gc_duration_seconds')).toBe('histogram');
+  });
+
+  it('says whether the sandbox keeps what it reads, as it does alone in its database', async () => {
+    await vi.waitFor(() => expect(sandbox.database.memory.granted).toBe(true));
+    const { samples, types } = await scrape(sandbox);
+    expect(types.get('sandbox_keeps_reads')).toBe('gauge');
+    expect(seriesValue(samples, 'sandbox_keeps_reads', {})).toBe(1);
   });
 
   it("reports the database's connections at the scrape", async () => {
@@ -255,6 +262,7 @@ describe('SandboxMetrics', () => {
       engine: 'sqlite',
       replica: 'r',
       connections: () => ({ total: 1, idle: 1, waiting: 0 }),
+      keepsReads: () => true,
     });
   const samplesOf = async (m: SandboxMetrics) => parseExposition(await m.scrape()).samples;
 

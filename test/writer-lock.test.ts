@@ -214,6 +214,8 @@ describe.runIf(TEST_ENGINE === 'postgres')('a sandbox alone over PostgreSQL, the
 
     const second = await start(database);
     expect([memory.granted, first.sandbox.services.shipments.keeps(accountId)]).toEqual([false, false]);
+    const metrics = await (await fetch(`${first.origin}/metrics`)).text();
+    expect(metrics).toMatch(/^sandbox_keeps_reads 0$/m);
     expect((await call(second, key, 'DELETE', `/v1/shipments/${id}`)).json.status).toBe('cancelled');
     expect((await call(first, key, 'GET', `/v1/shipments/${id}`)).json.status).toBe('cancelled');
     expect((await call(second, key, 'DELETE', `/_sandbox/keys/${minted.id}`)).status).toBe(200);

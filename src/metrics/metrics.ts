@@ -12,6 +12,8 @@ export interface MetricsSources {
   replica: string;
   /** Read at each scrape, not on a timer. */
   connections: () => ConnectionUse;
+  /** Whether the stores may keep what they read now (db/memory-permit.ts), read at each scrape. */
+  keepsReads: () => boolean;
 }
 
 /** The label a request gets when no route of its method takes its path (404 route_not_found, 405). */
@@ -111,6 +113,14 @@ export class SandboxMetrics implements WorkMetrics {
         this.set({ state: 'total' }, use.total);
         this.set({ state: 'idle' }, use.idle);
         this.set({ state: 'waiting' }, use.waiting);
+      },
+    });
+    new Gauge({
+      name: 'sandbox_keeps_reads',
+      help: 'Whether this sandbox keeps what it reads in memory (1): over SQLite always, over PostgreSQL while it is the only replica',
+      registers,
+      collect() {
+        this.set(sources.keepsReads() ? 1 : 0);
       },
     });
     new Gauge({
