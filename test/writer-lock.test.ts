@@ -144,6 +144,18 @@ describe.runIf(TEST_ENGINE === 'postgres')('the replicas lock', () => {
     await vi.waitFor(() => expect(storageFailure(failed)).toBe('unavailable'), { timeout: 1_000 });
   });
 
+  it('fails statements at once while the database cannot be reached, rather than waiting for the lock', async () => {
+    // Nothing listens on port 1 of loopback: each try to join is refused.
+    const database = open('postgresql://postgres@127.0.0.1:1/sandbox', { waitMs: 60_000 });
+    const refused = await database.sql.value('SELECT 1').catch((error: unknown) => error);
+    expect(storageFailure(refused)).toBe('unavailable');
+    const again = await database.sql
+      .transaction((tx) => tx.value('SELECT 1'))
+      .catch((error: unknown) => error);
+    expect(storageFailure(again)).toBe('unavailable');
+    expect(await database.ping(60_000)).toBe(false);
+  }, 10_000);
+
   it('holds every statement back while another holds the lock alone, as the database being away', async () => {
     const url = await newPostgresSchema();
     // A sole replica that does not answer (a process stopped with SIGSTOP holds its lock).

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
+import { isDatabaseUnavailable } from '../core/storage-errors.js';
 import type { MemoryPermit } from './memory-permit.js';
 
 /**
@@ -170,8 +171,11 @@ export class WriterLock implements MemoryPermit {
           await sleep(this.timing.askEveryMs);
           if (this.client !== client || this.closed) throw new Error('the lock session ended');
         }
-      } catch {
+      } catch (error) {
         if (this.client === client) this.client = undefined;
+        // The database cannot be reached: what waits fails now, as it would on a connection, rather
+        // than waiting out its time for a lock that cannot come (the next try is for what comes next).
+        if (isDatabaseUnavailable(error)) for (const waiter of [...this.waiters]) waiter(error as Error);
         await client.end().catch(() => undefined);
         if (!this.closed) await sleep(this.timing.reconnectMs);
       }
