@@ -57,6 +57,32 @@ describe.runIf(TEST_ENGINE === 'postgres')('two replicas over one PostgreSQL dat
     return key;
   }
 
+  /**
+   * A journal and the report's observations on a connection of their own, for a new account, with a
+   * wall clock the test moves; `request` makes a note answered at a wall-clock time.
+   */
+  async function foldingByWallClock() {
+    const key = await starterAccount();
+    const accountId = (await call(0, 'GET', '/_sandbox/account', key)).json.id as string;
+    const db = postgresDatabase(database, { poolSize: 2 });
+    const silent = pino({ level: 'silent' });
+    const journal = new PostgresJournal(db.sql, silent);
+    const wall = { now: 1_000_000 };
+    const observations = new PostgresObservations(db.sql, journal, silent, () => wall.now);
+    const request = (answeredWallAt: number): JournaledRequest =>
+      journaledRequest({
+        id: `req_${answeredWallAt}`,
+        at: answeredWallAt - 1,
+        answeredWallAt,
+        keyId: 'key_a',
+      });
+    const close = async () => {
+      await Promise.all([journal.close(), observations.close()]);
+      await db.close();
+    };
+    return { accountId, journal, observations, request, wall, close };
+  }
+
   /** Asks `read` again until `done` holds of its answer, for at most five seconds. */
   async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
     const deadline = Date.now() + 5000;
@@ -267,67 +293,39 @@ describe.runIf(TEST_ENGINE === 'postgres')('two replicas over one PostgreSQL dat
   });
 
   it('takes a settled note in only after the unsettled one written before it, each once', async () => {
-    const key = await starterAccount();
-    const accountId = (await call(0, 'GET', '/_sandbox/account', key)).json.id as string;
-    const db = postgresDatabase(database, { poolSize: 2 });
-    const silent = pino({ level: 'silent' });
-    const journal = new PostgresJournal(db.sql, silent);
-    let wallNow = 1_000_000;
-    const observations = new PostgresObservations(db.sql, journal, silent, () => wallNow);
-    const request = (answeredWallAt: number): JournaledRequest =>
-      journaledRequest({
-        id: `req_${answeredWallAt}`,
-        at: answeredWallAt - 1,
-        answeredWallAt,
-        keyId: 'key_a',
-      });
+    const { accountId, journal, observations, request, wall, close } = await foldingByWallClock();
 
     try {
       // Written in this order: one answered just now, then one a replica answered long ago and wrote late.
-      journal.record(accountId, request(wallNow - 10));
-      journal.record(accountId, request(wallNow - SETTLE_MS - 5));
+      journal.record(accountId, request(wall.now - 10));
+      journal.record(accountId, request(wall.now - SETTLE_MS - 5));
       await journal.flush();
       expect((await observations.fold(accountId, false)).requests).toBe(0);
-      wallNow += SETTLE_MS;
+      wall.now += SETTLE_MS;
       const folded = await observations.fold(accountId, false);
       expect(folded.requests).toBe(2);
       expect(await observations.of(accountId)).toEqual(folded);
     } finally {
-      await Promise.all([journal.close(), observations.close()]);
-      await db.close();
+      await close();
     }
   });
 
   it('folds in the background only what has settled, and a report reads the newer notes on top', async () => {
-    const key = await starterAccount();
-    const accountId = (await call(0, 'GET', '/_sandbox/account', key)).json.id as string;
-    const db = postgresDatabase(database, { poolSize: 2 });
-    const silent = pino({ level: 'silent' });
-    const journal = new PostgresJournal(db.sql, silent);
-    let wallNow = 1_000_000;
-    const observations = new PostgresObservations(db.sql, journal, silent, () => wallNow);
-    const request = (answeredWallAt: number): JournaledRequest =>
-      journaledRequest({
-        id: `req_${answeredWallAt}`,
-        at: answeredWallAt - 1,
-        answeredWallAt,
-        keyId: 'key_a',
-      });
+    const { accountId, journal, observations, request, wall, close } = await foldingByWallClock();
 
     try {
-      journal.record(accountId, request(wallNow - SETTLE_MS - 1));
-      journal.record(accountId, request(wallNow - 10));
+      journal.record(accountId, request(wall.now - SETTLE_MS - 1));
+      journal.record(accountId, request(wall.now - 10));
       // Written, as notes are long before they settle; in the background, the settled note only, the
       // newer one neither folded nor read.
       await journal.flush();
       expect((await observations.fold(accountId, false)).requests).toBe(1);
       expect((await observations.of(accountId)).requests).toBe(2);
-      wallNow += SETTLE_MS;
+      wall.now += SETTLE_MS;
       expect((await observations.fold(accountId, false)).requests).toBe(2);
       expect((await observations.of(accountId)).requests).toBe(2);
     } finally {
-      await Promise.all([journal.close(), observations.close()]);
-      await db.close();
+      await close();
     }
   });
 });
