@@ -314,10 +314,11 @@ describe.runIf(TEST_ENGINE === 'postgres')('two replicas over one PostgreSQL dat
     const { accountId, journal, observations, request, wall, close } = await foldingByWallClock();
 
     try {
+      // Written in two batches (two rows), as notes are long before they settle; in the background,
+      // the settled note only, the newer one neither folded nor read.
       journal.record(accountId, request(wall.now - SETTLE_MS - 1));
+      await journal.flush();
       journal.record(accountId, request(wall.now - 10));
-      // Written, as notes are long before they settle; in the background, the settled note only, the
-      // newer one neither folded nor read.
       await journal.flush();
       expect((await observations.fold(accountId, false)).requests).toBe(1);
       expect((await observations.of(accountId)).requests).toBe(2);
@@ -325,6 +326,63 @@ describe.runIf(TEST_ENGINE === 'postgres')('two replicas over one PostgreSQL dat
       expect((await observations.fold(accountId, false)).requests).toBe(2);
       expect((await observations.of(accountId)).requests).toBe(2);
     } finally {
+      await close();
+    }
+  });
+
+  it("takes in a batch's row once all its notes have settled, and none of them before", async () => {
+    const { accountId, journal, observations, request, wall, close } = await foldingByWallClock();
+
+    try {
+      // One batch, one row: a note long settled and one answered just now.
+      journal.record(accountId, request(wall.now - SETTLE_MS - 1));
+      journal.record(accountId, request(wall.now - 10));
+      await journal.flush();
+      expect((await observations.fold(accountId, false)).requests).toBe(0);
+      expect((await observations.of(accountId)).requests).toBe(2);
+      wall.now += SETTLE_MS;
+      expect((await observations.fold(accountId, false)).requests).toBe(2);
+      expect((await observations.of(accountId)).requests).toBe(2);
+    } finally {
+      await close();
+    }
+  });
+
+  it("lists an account's newest requests across replicas' batches, and keeps the last 1,000 once taken in", async () => {
+    const { accountId, journal, observations, request, wall, close } = await foldingByWallClock();
+    const db = postgresDatabase(database, { poolSize: 1 });
+    const other = new PostgresJournal(db.sql, pino({ level: 'silent' }));
+    const rows = () =>
+      db.sql.value<number>(
+        'SELECT count(*)::int FROM request_journal j JOIN account_keys k ON k.key = j.account_key WHERE k.account_id = @accountId',
+        { accountId },
+      );
+    const answered = (entries: { id: string }[]) => entries.map((entry) => Number(entry.id.slice(4)));
+
+    try {
+      // Two replicas' batches of the same moments, interleaved: this one answers the even
+      // milliseconds, the other the odd ones; 1,200 requests in 12 batches of 100 (50 a replica).
+      const start = wall.now - 100_000;
+      for (let batch = 0; batch < 12; batch++) {
+        for (let n = 0; n < 100; n++) {
+          const at = start + batch * 100 + n;
+          (at % 2 === 0 ? journal : other).record(accountId, request(at));
+        }
+        await Promise.all([journal.flush(), other.flush()]);
+      }
+      expect(await rows()).toBe(24);
+      const newest = start + 1199;
+      expect(answered(await journal.recent(accountId, 3))).toEqual([newest, newest - 1, newest - 2]);
+      const listed = answered(await other.recent(accountId, 1000));
+      expect(listed).toEqual(Array.from({ length: 1000 }, (_, n) => newest - n));
+
+      // Taken in, the rows that hold none of the newest 1,000 go; the newest 1,000 stay listed.
+      expect((await observations.fold(accountId, false)).requests).toBe(1200);
+      expect(await rows()).toBe(20);
+      expect(answered(await journal.recent(accountId, 1000))).toEqual(listed);
+    } finally {
+      await other.close();
+      await db.close();
       await close();
     }
   });

@@ -9,12 +9,15 @@ import {
   type RequestJournal,
   type RequestListener,
 } from './journal.js';
+import { type JournalRow, type RowRequest, requestsOf } from './rows.js';
 import { JournalTail } from './tail.js';
 
 /** How long a recorded request may wait in this process before it is written, with the others of that time. */
 export const FLUSH_MS = 50;
-/** Rows a batch writes at most (one statement). */
-const BATCH_ROWS = 1000;
+/** Requests a batch writes at most (one statement). */
+const BATCH_REQUESTS = 1000;
+/** Parts the accounts' groups of entries in a batch's text: a JSON text never holds it raw. */
+const GROUP_SEPARATOR = '\x1e';
 /**
  * Requests held while the database cannot be reached; past this the oldest make way. The requests of
  * an outage are answered 503 by the sandbox anyway.
@@ -22,16 +25,10 @@ const BATCH_ROWS = 1000;
 const MAX_BUFFERED = 10_000;
 /**
  * Requests of an account that this process writes before it asks the integration report to take them
- * in (a fold), which also trims the account's journal: the rows an account has beyond its last 1,000
- * stay below this many for each replica.
+ * in (a fold), which also trims the account's journal: the requests an account has beyond its last
+ * 1,000 stay below about this many for each replica.
  */
 export const FOLD_EVERY = 500;
-
-/** A journal row the integration report has not taken in yet. */
-export interface UnfoldedRequest {
-  seq: number;
-  request: JournaledRequest;
-}
 
 /**
  * What the integration report's observations read of the journal over PostgreSQL, whose rows are also
@@ -41,17 +38,17 @@ export interface JournalNotes {
   /** Writes this process's buffered requests now; resolves once they are in the table. */
   flush(): Promise<void>;
   /**
-   * The account's requests the report has not taken in. `settled`: the run of them, in the order they
-   * were written, from the first on that were all answered before `settledBefore` (by when another
-   * replica's of the same moments are written too); `newer`: the rest, read only `withNewer`. Each in
-   * the order to take them in: by wall-clock answer time, then seq.
+   * The account's requests the report has not taken in. `settled`: those of the run of rows, in the
+   * order they were written, from the first on whose requests were all answered before `settledBefore`
+   * (by when another replica's of the same moments are written too); `newer`: the rest, read only
+   * `withNewer`. Each in the order to take them in: by wall-clock answer time, then as written.
    */
   unfolded(
     tx: Sql,
     accountId: string,
     settledBefore: number,
     withNewer: boolean,
-  ): Promise<{ settled: UnfoldedRequest[]; newer: UnfoldedRequest[] }>;
+  ): Promise<{ settled: RowRequest[]; newer: RowRequest[] }>;
   /**
    * Notes that the report has taken in the account's requests up to `throughSeq`, and trims the
    * account's journal to its last 1,000 (only rows taken in go).
@@ -61,44 +58,55 @@ export interface JournalNotes {
   foldWith(fold: (accountId: string) => Promise<unknown>): void;
 }
 
+/**
+ * The seqs of the account's rows that hold its `limit` newest requests: the newest rows by their last
+ * answer, enough to hold `limit` requests, and every row whose last answer is not older than the first
+ * of theirs (another replica's batch of the same moments may hold newer requests than they do).
+ */
+const newestRows = (limit: string) => `
+  WITH row_by_row AS (
+    SELECT seq, first_answered_wall_at, last_answered_wall_at,
+      sum(entries) OVER (ORDER BY last_answered_wall_at DESC, seq DESC) - entries AS newer_requests
+    FROM request_journal WHERE account_key = ${accountKeyOf('@accountId')}
+  )
+  SELECT seq FROM row_by_row WHERE last_answered_wall_at >= (
+    SELECT min(first_answered_wall_at) FROM row_by_row WHERE newer_requests < ${limit}
+  )`;
+
 const SQL = {
-  append: 'SELECT request_journal_append(@accounts, @answered, @requests)',
-  recent: `SELECT request FROM request_journal WHERE account_key = ${accountKeyOf('@accountId')}
-    ORDER BY answered_wall_at DESC, seq DESC LIMIT @limit`,
+  append: 'SELECT request_journal_append(@accounts, @first, @last, @entries, @requests)',
+  recent: `SELECT seq, requests FROM request_journal WHERE seq IN (${newestRows('@limit')}) ORDER BY seq`,
   deleteAccount: `DELETE FROM request_journal WHERE account_key = ${accountKeyOf('@accountId')}`,
   deleteFolds: `DELETE FROM request_journal_folds WHERE account_key = ${accountKeyOf('@accountId')}`,
   // The seq the report reached, and the first row after it not yet settled (answered at or after
   // @settledBefore): a walk along the account's rows in the order written, from the point reached.
   unfoldedRange: `SELECT r.seq AS reached,
       (SELECT j.seq FROM request_journal j
-        WHERE j.account_key = k.key AND j.seq > r.seq AND j.answered_wall_at >= @settledBefore
+        WHERE j.account_key = k.key AND j.seq > r.seq AND j.last_answered_wall_at >= @settledBefore
         ORDER BY j.seq LIMIT 1) AS unsettled
     FROM (SELECT key FROM account_keys WHERE account_id = @accountId) k,
     LATERAL (SELECT coalesce(
       (SELECT f.through_seq FROM request_journal_folds f WHERE f.account_key = k.key), 0) AS seq) r`,
-  unfolded: `SELECT seq, request FROM request_journal
+  unfolded: `SELECT seq, requests FROM request_journal
     WHERE account_key = ${accountKeyOf('@accountId')} AND seq > @after AND seq < @until ORDER BY seq`,
   markFolded: `INSERT INTO request_journal_folds (account_key, through_seq)
     SELECT key, @throughSeq FROM account_keys WHERE account_id = @accountId
     ON CONFLICT (account_key) DO UPDATE SET through_seq = excluded.through_seq`,
-  planByIndex: 'SET LOCAL enable_bitmapscan = off',
-  // Rows older than the account's 1,000th newest go, once the report has taken them in.
+  // Rows that hold none of the account's 1,000 newest requests go, once the report has taken them in.
   trim: `DELETE FROM request_journal
-    WHERE account_key = ${accountKeyOf('@accountId')} AND seq <= @throughSeq AND (answered_wall_at, seq) < (
-      SELECT answered_wall_at, seq FROM request_journal WHERE account_key = ${accountKeyOf('@accountId')}
-      ORDER BY answered_wall_at DESC, seq DESC OFFSET ${ENTRIES_PER_ACCOUNT - 1} LIMIT 1
-    )`,
+    WHERE account_key = ${accountKeyOf('@accountId')} AND seq <= @throughSeq
+      AND seq NOT IN (${newestRows(String(ENTRIES_PER_ACCOUNT))})`,
 };
 
 /**
- * The journal that replicas over one PostgreSQL database share: every request a row of
+ * The journal that replicas over one PostgreSQL database share: every request in a row of
  * `request_journal`, so that any replica lists and streams every replica's requests.
  *
- * Writing a row is kept off the request's way: each process buffers what it records and writes it
- * every FLUSH_MS, in one statement a batch (and at close). Listing on the process flushes it first,
- * so a client reads its own requests at once; another replica's show within its flush interval.
- * Streams follow the table (tail.ts). The table keeps each account's last 1,000 rows, trimmed when
- * the integration report takes rows in.
+ * Writing is kept off the request's way: each process buffers what it records and writes it every
+ * FLUSH_MS, in one statement a batch (and at close), a row for each account in the batch. Listing on
+ * the process flushes it first, so a client reads its own requests at once; another replica's show
+ * within its flush interval. Streams follow the table (tail.ts). The table keeps the rows that hold
+ * each account's last 1,000 requests, trimmed when the integration report takes rows in.
  */
 export class PostgresJournal implements RequestJournal, JournalNotes {
   private buffer: { accountId: string; request: JournaledRequest }[] = [];
@@ -142,8 +150,13 @@ export class PostgresJournal implements RequestJournal, JournalNotes {
 
   async recent(accountId: string, limit: number): Promise<JournalEntry[]> {
     await this.flush();
-    const rows = await this.db.column<string>(SQL.recent, { accountId, limit });
-    return rows.map((row) => presentRequest(JSON.parse(row) as JournaledRequest));
+    const rows = await this.db.all<JournalRow>(SQL.recent, { accountId, limit });
+    // Newest first: the rows' requests from the last written back, then by answer time.
+    return requestsOf(rows)
+      .reverse()
+      .sort((a, b) => inAnswerOrder(b, a))
+      .slice(0, limit)
+      .map(({ request }) => presentRequest(request));
   }
 
   watch(accountId: string, listener: (request: JournaledRequest) => void): Promise<() => void> {
@@ -167,33 +180,26 @@ export class PostgresJournal implements RequestJournal, JournalNotes {
     accountId: string,
     settledBefore: number,
     withNewer: boolean,
-  ): Promise<{ settled: UnfoldedRequest[]; newer: UnfoldedRequest[] }> {
+  ): Promise<{ settled: RowRequest[]; newer: RowRequest[] }> {
     const range = await tx.get<{ reached: number; unsettled: number | null }>(SQL.unfoldedRange, {
       accountId,
       settledBefore,
     });
-    const settled: UnfoldedRequest[] = [];
-    const newer: UnfoldedRequest[] = [];
+    const settled: RowRequest[] = [];
+    const newer: RowRequest[] = [];
     if (!range) return { settled, newer };
     const firstUnsettled = range.unsettled ?? Number.MAX_SAFE_INTEGER;
-    const rows = await tx.all<{ seq: number; request: string }>(SQL.unfolded, {
+    const rows = await tx.all<JournalRow>(SQL.unfolded, {
       accountId,
       after: range.reached,
       until: withNewer ? Number.MAX_SAFE_INTEGER : firstUnsettled,
     });
-    for (const row of rows) {
-      const unfolded = { seq: row.seq, request: JSON.parse(row.request) as JournaledRequest };
-      (row.seq < firstUnsettled ? settled : newer).push(unfolded);
-    }
+    for (const unfolded of requestsOf(rows)) (unfolded.seq < firstUnsettled ? settled : newer).push(unfolded);
     return { settled: settled.sort(inAnswerOrder), newer: newer.sort(inAnswerOrder) };
   }
 
   async markFolded(tx: Sql, accountId: string, throughSeq: number): Promise<void> {
     await tx.run(SQL.markFolded, { accountId, throughSeq });
-    // The trim's bound is the 1,000th newest row: a short walk back along the account's index. A
-    // table this quick to change has statistics that lag far behind it, and with them PostgreSQL would
-    // rather gather all the account's rows (a second's requests under load) and sort them each time.
-    await tx.run(SQL.planByIndex);
     await tx.run(SQL.trim, { accountId, throughSeq });
   }
 
@@ -225,14 +231,10 @@ export class PostgresJournal implements RequestJournal, JournalNotes {
    * meanwhile would write a few rows a round trip, back to back, instead of FLUSH_MS's worth at once.
    */
   private async write(): Promise<void> {
-    for (let left = this.buffer.length; left > 0; left -= BATCH_ROWS) {
-      const batch = this.buffer.splice(0, Math.min(left, BATCH_ROWS));
+    for (let left = this.buffer.length; left > 0; left -= BATCH_REQUESTS) {
+      const batch = this.buffer.splice(0, Math.min(left, BATCH_REQUESTS));
       try {
-        await this.db.run(SQL.append, {
-          accounts: batch.map((entry) => entry.accountId).join('\n'),
-          answered: batch.map((entry) => entry.request.answeredWallAt).join(','),
-          requests: batch.map((entry) => JSON.stringify(entry.request)).join('\n'),
-        });
+        await this.db.run(SQL.append, appendParameters(batch));
       } catch (error) {
         // Kept for the next try, ahead of what came since, within the bound.
         const kept = [...batch, ...this.buffer];
@@ -275,6 +277,31 @@ export class PostgresJournal implements RequestJournal, JournalNotes {
   }
 }
 
-/** By wall-clock answer time, then seq: the order the report takes requests in. */
-const inAnswerOrder = (a: UnfoldedRequest, b: UnfoldedRequest) =>
+/**
+ * By wall-clock answer time, then seq: the order the report takes requests in (a sort is stable, so
+ * a row's requests stay in the order written).
+ */
+const inAnswerOrder = (a: RowRequest, b: RowRequest) =>
   a.request.answeredWallAt - b.request.answeredWallAt || a.seq - b.seq;
+
+/** A batch as request_journal_append takes it: a group of entries an account, in the order first recorded. */
+function appendParameters(batch: readonly { accountId: string; request: JournaledRequest }[]) {
+  const groups = new Map<string, { first: number; last: number; lines: string[] }>();
+  for (const { accountId, request } of batch) {
+    const answered = request.answeredWallAt;
+    const group = groups.get(accountId);
+    if (group) {
+      group.first = Math.min(group.first, answered);
+      group.last = Math.max(group.last, answered);
+      group.lines.push(JSON.stringify(request));
+    } else groups.set(accountId, { first: answered, last: answered, lines: [JSON.stringify(request)] });
+  }
+  const all = [...groups.values()];
+  return {
+    accounts: [...groups.keys()].join('\n'),
+    first: all.map((group) => group.first).join(','),
+    last: all.map((group) => group.last).join(','),
+    entries: all.map((group) => group.lines.length).join(','),
+    requests: all.map((group) => group.lines.join('\n')).join(GROUP_SEPARATOR),
+  };
+}

@@ -1,15 +1,16 @@
 import type { Logger } from 'pino';
 import type { Sql } from '../db/sql.js';
 import type { JournaledRequest } from './journal.js';
+import { type JournalRow, requestsOf } from './rows.js';
 
 /** How often the table is read for new rows while a stream is open on this process. */
 export const POLL_MS = 250;
-/** Rows a read takes at most; a full one is followed by another at once. */
+/** Rows a read takes at most (a row: an account's requests in a batch); a full one is followed by another at once. */
 const POLL_ROWS = 500;
 
 const SQL = {
   last: 'SELECT coalesce(max(seq), 0) FROM request_journal',
-  since: `SELECT j.seq, k.account_id, j.request
+  since: `SELECT j.seq, k.account_id, j.requests
     FROM request_journal j JOIN account_keys k ON k.key = j.account_key
     WHERE k.account_id = ANY (@accounts) AND j.seq > @cursor
     ORDER BY j.seq LIMIT @limit`,
@@ -100,7 +101,7 @@ export class JournalTail {
   private async poll(): Promise<void> {
     for (;;) {
       if (this.watchers.size === 0) return;
-      const rows = await this.db.all<{ seq: number; account_id: string; request: string }>(SQL.since, {
+      const rows = await this.db.all<JournalRow & { account_id: string }>(SQL.since, {
         accounts: [...this.watchers.keys()],
         cursor: this.cursor,
         limit: POLL_ROWS,
@@ -109,8 +110,8 @@ export class JournalTail {
         this.cursor = row.seq;
         const watchers = this.watchers.get(row.account_id);
         if (!watchers) continue;
-        const request = JSON.parse(row.request) as JournaledRequest;
-        for (const watcher of watchers) if (row.seq > watcher.from) watcher.listener(request);
+        for (const { request } of requestsOf([row]))
+          for (const watcher of watchers) if (row.seq > watcher.from) watcher.listener(request);
       }
       if (rows.length < POLL_ROWS) return;
     }
