@@ -331,6 +331,10 @@ describe('webhook sends across replicas', () => {
       // Which replica claims a due attempt is a race; the test settles it by pausing the other one
       // (SIGSTOP) while each makes its attempts, so both hold some. The first makes four, all on the
       // wire, so it is paused idle, never inside the share's transaction, whose lock the other needs.
+      // A replica is paused only once its run of the account's due work is over, too: one paused
+      // mid-run keeps the account's lease, and the other runs none of the account's attempts until
+      // that lapses (ten seconds), by when the paused one's sends have timed out, to be retried a
+      // minute on by a clock that is frozen.
       const [first, second] = replicas as [Replica, Replica];
       let seen = '';
       const claims = async (sending: number, holders: number, onTheWire: number) =>
@@ -340,18 +344,25 @@ describe('webhook sends across replicas', () => {
               url,
               'SELECT status, claimed_by, count(*) AS count FROM webhook_attempts GROUP BY status, claimed_by',
             );
-            seen = `${JSON.stringify(rows)}, ${receiver.requests.length} on the wire`;
+            const [leases] = await query<{ count: number }>(
+              url,
+              'SELECT count(*) AS count FROM account_leases',
+            );
+            const running = Number(leases?.count);
+            seen = `${JSON.stringify(rows)}, ${receiver.requests.length} on the wire, ${running} runs under way`;
             const claimed = rows.filter((row) => row.status === 'sending');
             return claimed.reduce((sum, row) => sum + Number(row.count), 0) === sending &&
               new Set(claimed.map((row) => row.claimed_by)).size === holders &&
-              receiver.requests.length >= onTheWire
+              receiver.requests.length >= onTheWire &&
+              running === 0
               ? true
               : undefined;
           },
           20_000,
-          () => `${sending} attempts claimed by ${holders} replicas (saw ${seen})`,
+          () => `${sending} attempts claimed by ${holders} replicas, no run under way (saw ${seen})`,
         );
       try {
+        await claims(0, 0, 0);
         second.pause();
         for (let i = 0; i < 4; i++)
           expect((await call(first, key, 'POST', '/v1/shipments', shipmentRequest())).status).toBe(201);
