@@ -231,3 +231,56 @@ describe.runIf(TEST_ENGINE === 'postgres')(
     });
   },
 );
+
+describe.runIf(TEST_ENGINE === 'postgres')("an account's listing over PostgreSQL", () => {
+  it("reads the account's rows, not every account's", async () => {
+    const url = await newPostgresSchema();
+    const database = postgresDatabase(url, { poolSize: 1 });
+    // The listing's statements, as the journal sends them.
+    const sent: { sql: string; params: unknown }[] = [];
+    const sql = new Proxy(database.sql, {
+      get(target, name, receiver) {
+        if (name !== 'all') return Reflect.get(target, name, receiver);
+        return (text: string, params: unknown) => {
+          sent.push({ sql: text, params });
+          return target.all(text, params as never);
+        };
+      },
+    });
+    const journal = new PostgresJournal(sql, pino({ level: 'silent' }));
+    try {
+      await database.migrate(sandboxSchema(testConfig()));
+      for (const id of ['acct_a', 'acct_b', 'acct_c', 'acct_d'])
+        await database.sql.run(
+          `INSERT INTO accounts (id, name, plan, created_at, clock_anchor_real, clock_anchor_virtual, clock_speed,
+           clock_frozen, default_scenario) VALUES (@id, 'a', 'starter', 0, 0, 0, 1, 0, 'standard')`,
+          { id },
+        );
+      // Each account a row a moment, for 2,000 moments: the listing needs a few hundred of acct_a's.
+      await database.sql.run(
+        `INSERT INTO request_journal (account_key, first_answered_wall_at, last_answered_wall_at, entries, requests)
+         SELECT k.key, n, n, 1, @request FROM account_keys k, generate_series(1, 2000) n`,
+        { request: JSON.stringify(journaledRequest({ id: 'req_1', at: 1 })) },
+      );
+      await database.sql.run('ANALYZE request_journal');
+      expect(await journal.recent('acct_a', 100)).toHaveLength(100);
+      const listing = sent.find(({ sql: text }) => text.includes('requests'));
+      if (!listing) throw new Error('no listing was sent');
+      const [plan] = await database.sql.column<unknown>(
+        `EXPLAIN (FORMAT JSON) ${listing.sql}`,
+        listing.params as never,
+      );
+      const scans: string[] = [];
+      const walk = (node: { 'Node Type': string; 'Relation Name'?: string; Plans?: unknown[] }) => {
+        if (node['Relation Name'] === 'request_journal') scans.push(node['Node Type']);
+        for (const child of node.Plans ?? []) walk(child as typeof node);
+      };
+      walk((plan as [{ Plan: Parameters<typeof walk>[0] }])[0].Plan);
+      expect(scans.length).toBeGreaterThan(0);
+      expect(scans).not.toContain('Seq Scan');
+    } finally {
+      await journal.close();
+      await database.close();
+    }
+  });
+});

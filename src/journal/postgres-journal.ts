@@ -75,7 +75,10 @@ const newestRows = (limit: string) => `
 
 const SQL = {
   append: 'SELECT request_journal_append(@accounts, @first, @last, @entries, @requests)',
-  recent: `SELECT seq, requests FROM request_journal WHERE seq IN (${newestRows('@limit')}) ORDER BY seq`,
+  // The account's key as well as the seqs: without it PostgreSQL may read every account's rows to
+  // find the few seqs (a hash join over the whole table).
+  recent: `SELECT seq, requests FROM request_journal
+    WHERE account_key = ${accountKeyOf('@accountId')} AND seq IN (${newestRows('@limit')}) ORDER BY seq`,
   deleteAccount: `DELETE FROM request_journal WHERE account_key = ${accountKeyOf('@accountId')}`,
   deleteFolds: `DELETE FROM request_journal_folds WHERE account_key = ${accountKeyOf('@accountId')}`,
   // The seq the report reached, and the first row after it not yet settled (answered at or after
