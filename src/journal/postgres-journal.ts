@@ -83,10 +83,13 @@ const SQL = {
   deleteFolds: `DELETE FROM request_journal_folds WHERE account_key = ${accountKeyOf('@accountId')}`,
   // The seq the report reached, and the first row after it not yet settled (answered at or after
   // @settledBefore): a walk along the account's rows in the order written, from the point reached.
+  // And the account's last row as this statement sees it: the rows read next, in a statement of its
+  // own, may hold some written since, which were not looked at here.
   unfoldedRange: `SELECT r.seq AS reached,
       (SELECT j.seq FROM request_journal j
         WHERE j.account_key = k.key AND j.seq > r.seq AND j.last_answered_wall_at >= @settledBefore
-        ORDER BY j.seq LIMIT 1) AS unsettled
+        ORDER BY j.seq LIMIT 1) AS unsettled,
+      (SELECT max(j.seq) FROM request_journal j WHERE j.account_key = k.key) AS last
     FROM (SELECT key FROM account_keys WHERE account_id = @accountId) k,
     LATERAL (SELECT coalesce(
       (SELECT f.through_seq FROM request_journal_folds f WHERE f.account_key = k.key), 0) AS seq) r`,
@@ -184,14 +187,15 @@ export class PostgresJournal implements RequestJournal, JournalNotes {
     settledBefore: number,
     withNewer: boolean,
   ): Promise<{ settled: RowRequest[]; newer: RowRequest[] }> {
-    const range = await tx.get<{ reached: number; unsettled: number | null }>(SQL.unfoldedRange, {
-      accountId,
-      settledBefore,
-    });
+    const range = await tx.get<{ reached: number; unsettled: number | null; last: number | null }>(
+      SQL.unfoldedRange,
+      { accountId, settledBefore },
+    );
     const settled: RowRequest[] = [];
     const newer: RowRequest[] = [];
     if (!range) return { settled, newer };
-    const firstUnsettled = range.unsettled ?? Number.MAX_SAFE_INTEGER;
+    // A row written after the range was read is not known to have settled.
+    const firstUnsettled = range.unsettled ?? Math.max(range.last ?? 0, range.reached) + 1;
     const rows = await tx.all<JournalRow>(SQL.unfolded, {
       accountId,
       after: range.reached,
