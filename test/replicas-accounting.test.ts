@@ -311,35 +311,29 @@ describe.runIf(TEST_ENGINE === 'postgres')('two replicas over one PostgreSQL dat
     }
   });
 
-  it('folds in the background only what has settled, and a report reads the newer notes on top', async () => {
+  // A settled note and a newer one, written as notes are, long before they settle. In two batches (two
+  // rows), the background takes in the settled note only, the newer one neither folded nor read; in one
+  // batch (one row), neither until both have settled. A report reads what is not taken in on top.
+  it.each([
+    {
+      batches: 2,
+      foldedFirst: 1,
+      title: 'folds in the background only what has settled, and a report reads the newer notes on top',
+    },
+    {
+      batches: 1,
+      foldedFirst: 0,
+      title: "takes in a batch's row once all its notes have settled, and none of them before",
+    },
+  ])('$title', async ({ batches, foldedFirst }) => {
     const { accountId, journal, observations, request, wall, close } = await foldingByWallClock();
 
     try {
-      // Written in two batches (two rows), as notes are long before they settle; in the background,
-      // the settled note only, the newer one neither folded nor read.
       journal.record(accountId, request(wall.now - SETTLE_MS - 1));
-      await journal.flush();
+      if (batches === 2) await journal.flush();
       journal.record(accountId, request(wall.now - 10));
       await journal.flush();
-      expect((await observations.fold(accountId, false)).requests).toBe(1);
-      expect((await observations.of(accountId)).requests).toBe(2);
-      wall.now += SETTLE_MS;
-      expect((await observations.fold(accountId, false)).requests).toBe(2);
-      expect((await observations.of(accountId)).requests).toBe(2);
-    } finally {
-      await close();
-    }
-  });
-
-  it("takes in a batch's row once all its notes have settled, and none of them before", async () => {
-    const { accountId, journal, observations, request, wall, close } = await foldingByWallClock();
-
-    try {
-      // One batch, one row: a note long settled and one answered just now.
-      journal.record(accountId, request(wall.now - SETTLE_MS - 1));
-      journal.record(accountId, request(wall.now - 10));
-      await journal.flush();
-      expect((await observations.fold(accountId, false)).requests).toBe(0);
+      expect((await observations.fold(accountId, false)).requests).toBe(foldedFirst);
       expect((await observations.of(accountId)).requests).toBe(2);
       wall.now += SETTLE_MS;
       expect((await observations.fold(accountId, false)).requests).toBe(2);
